@@ -1,0 +1,80 @@
+"""Errors, and the one registry of the codes they carry.
+
+Our exception hierarchy::
+
+    LazyMCPError            base; carries ``code`` and ``data``
+    ├── InvalidParams       -32602, a malformed request parameter (``data.field`` names it)
+    │   └── UnknownTool     -32602, a tool name the catalog does not have (with suggestions)
+    ├── CatalogError        a tool catalog that cannot be served (duplicate names, bad file)
+    └── UpstreamError       the wrapped server failed (proxy)
+
+Handlers raise these; only the adapters (``lazymcp.sdk``) turn them into wire errors.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from enum import IntEnum
+from typing import Any
+
+
+class ErrorCode(IntEnum):
+    #: JSON-RPC: the method does not exist (a server without the extension answers tools/describe so).
+    METHOD_NOT_FOUND = -32601
+    #: JSON-RPC: invalid method parameters; spec/lazy-tools.md "Errors" (every malformed lazy-tools param).
+    INVALID_PARAMS = -32602
+    #: JSON-RPC: internal error. lazymcp never answers a malformed request with it.
+    INTERNAL_ERROR = -32603
+    #: Implementation-defined: the upstream server of a proxy failed or went away.
+    UPSTREAM_ERROR = -32000
+
+
+class LazyMCPError(Exception):
+    """Base class: every lazymcp error knows its JSON-RPC code and error data."""
+
+    code: ErrorCode = ErrorCode.INTERNAL_ERROR
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class InvalidParams(LazyMCPError):
+    """A request parameter is malformed; ``data["field"]`` names it."""
+
+    code = ErrorCode.INVALID_PARAMS
+
+    def __init__(self, field: str, reason: str, message: str, **extra: Any) -> None:
+        super().__init__(message, {"field": field, "reason": reason, **extra})
+        self.field = field
+        self.reason = reason
+
+
+class UnknownTool(InvalidParams):
+    """A tool name that is not in the catalog; the error data suggests close names."""
+
+    def __init__(self, name: str, known: Iterable[str], *, field: str = "name") -> None:
+        suggestions = suggest(name, known)
+        hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
+        super().__init__(field, "unknown_tool", f"Unknown tool: {name!r}{hint}", name=name, suggestions=suggestions)
+        self.name = name
+        self.suggestions = suggestions
+
+
+class CatalogError(LazyMCPError):
+    """A catalog that cannot be served as it is."""
+
+
+class UpstreamError(LazyMCPError):
+    """The upstream server of a proxy failed."""
+
+    code = ErrorCode.UPSTREAM_ERROR
+
+
+def suggest(name: str, known: Iterable[str], limit: int = 3) -> list[str]:
+    """Up to ``limit`` known names close to ``name``, best first."""
+    if len(name) > 256:  # bounded work for hostile input
+        return []
+    return difflib.get_close_matches(name, list(known), n=limit, cutoff=0.6)

@@ -1,0 +1,328 @@
+"""The MCP Python SDK adapter: the lazy-tools extension installed on an SDK server.
+
+This is the one module that imports ``mcp``, and it touches a few private attributes of
+``mcp==2.3.0`` (pinned exactly for that reason), each marked ``# private SDK``.
+
+How it hooks in, and why:
+
+- ``tools/list`` is answered by a server middleware that never calls the rest of the chain: the
+  SDK's own path validates and serializes every tool (about 120 ms for 1,000 tools) and its result
+  validation refuses stubs, so lazy listings come precomputed from the ``Catalog`` and the middleware
+  builds the 2026-era envelope (``ttlMs``, ``cacheScope``, ``resultType``, ``serverInfo``) itself.
+- ``tools/describe`` and ``tools/describe_batch`` are ordinary request handlers.
+- ``tools/call`` passes through the same middleware for the argument check and the meta-tool.
+- The 2025-11-25 ``initialize`` result loses ``capabilities.extensions`` in the SDK's wire sieve;
+  the middleware puts the advertisement back.
+
+Where the tools come from: a server built with the SDK keeps its own tools, and the catalog is what
+the SDK would send for them (its own ``tools/list`` handler, every page, through the wire serializer
+of the connection's protocol version), computed once per version of the tool list. ``serve`` and the
+proxy instead hand over tools as JSON (``tools=``), which are relayed exactly as given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any, cast
+
+import anyio
+import mcp_types as types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.mcpserver import MCPServer
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, SubscriptionBus, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from mcp_types import methods as wire
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
+
+from lazymcp.catalog import Catalog
+from lazymcp.errors import LazyMCPError
+from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, EXT_ID, Tool
+from lazymcp.methods import METHODS, call_meta_tool, check_call, list_tools, parse_list_params, resolve_shape
+from lazymcp.options import Options
+
+logger = logging.getLogger(__name__)
+
+MAX_SOURCE_PAGES = 10_000
+"""Bound on the pages read from a server's own ``tools/list`` handler when building its catalog."""
+
+Context = ServerRequestContext[Any, Any]
+
+
+def client_declared(ctx: Context) -> bool:
+    """Did the client behind this request declare the extension (LT-03)?
+
+    On 2025-11-25 the capabilities are the connection's ``initialize`` ones; on 2026-07-28 they are
+    this request's ``_meta`` envelope.
+    """
+    caps = ctx.session.client_capabilities
+    return bool(caps is not None and caps.extensions and EXT_ID in caps.extensions)
+
+
+def _modern(ctx: Context) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def _wire_error(error: LazyMCPError) -> MCPError:
+    return MCPError(code=int(error.code), message=error.message, data=error.data)
+
+
+class LazyTools:
+    """The lazy-tools extension on one SDK server. Create it with ``lazify``."""
+
+    def __init__(
+        self,
+        server: Server[Any],
+        *,
+        options: Options | None = None,
+        tools: Iterable[Tool] | None = None,
+        bus: SubscriptionBus | None = None,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self.server = server
+        self.options = options or Options()
+        self._static: Catalog | None = None if tools is None else Catalog.build(tools, self.options)
+        self._derived: dict[str, Catalog] = {}  # protocol version -> catalog of the server's own tools
+        self._build_lock = anyio.Lock()
+        self._legacy_sessions: list[ServerSession] = []
+        self._pending: set[asyncio.Task[None]] = set()
+        self._on_change = on_change
+        self.bus = bus or self._find_or_install_bus()
+        self._install()
+
+    # --- the catalog -------------------------------------------------------------------------
+
+    async def catalog(self, ctx: Context) -> Catalog:
+        """The catalog serving this request's protocol version, built on first use."""
+        if self._static is not None:
+            return self._static
+        version = ctx.protocol_version
+        catalog = self._derived.get(version)
+        if catalog is None:
+            async with self._build_lock:
+                catalog = self._derived.get(version)
+                if catalog is None:
+                    catalog = Catalog.build(await self._read_server_tools(ctx), self.options)
+                    self._derived[version] = catalog
+        return catalog
+
+    async def _read_server_tools(self, ctx: Context) -> list[Tool]:
+        """Every tool the server's own ``tools/list`` handler lists, as the SDK would put it on the wire."""
+        entry = self.server.get_request_handler("tools/list")
+        if entry is None:
+            return []
+        tools: list[Tool] = []
+        cursor: str | None = None
+        for _ in range(MAX_SOURCE_PAGES):
+            params = types.PaginatedRequestParams(cursor=cursor)
+            result: object = await entry.handler(replace(ctx, params={} if cursor is None else {"cursor": cursor}), params)
+            if isinstance(result, BaseModel):
+                raw = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            else:
+                raw = dict(cast(Mapping[str, Any], result))
+            page = wire.serialize_server_result("tools/list", ctx.protocol_version, raw)
+            tools.extend(page["tools"])
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        return tools
+
+    def invalidate(self) -> None:
+        """Forget the catalog of the server's own tools; the next request rebuilds it."""
+        self._derived = {}
+
+    async def set_tools(self, tools: Iterable[Tool]) -> None:
+        """Replace a ``tools=`` catalog and tell every client the list changed (LT-16)."""
+        self._static = Catalog.build(tools, self.options)
+        await self.announce()
+
+    async def tools_changed(self) -> None:
+        """Call after adding or removing tools at runtime: invalidate, then announce (LT-16)."""
+        self.invalidate()
+        await self.announce()
+
+    async def announce(self) -> None:
+        """Send ``notifications/tools/list_changed`` to every client, in both protocol eras."""
+        if self._on_change is not None:
+            self._on_change()
+        await self.bus.publish(ToolsListChanged())  # 2026-07-28: subscriptions/listen streams
+        for session in list(self._legacy_sessions):  # 2025-11-25: each live connection
+            await session.send_notification(types.ToolListChangedNotification())
+
+    def _changed_in_background(self) -> None:
+        """Invalidate now; announce soon, from a synchronous caller such as ``MCPServer.add_tool``."""
+        self.invalidate()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # not serving yet: nobody to tell
+        task = loop.create_task(self.announce())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    # --- installation ------------------------------------------------------------------------
+
+    def _find_or_install_bus(self) -> SubscriptionBus:
+        entry = self.server.get_request_handler("subscriptions/listen")
+        if entry is not None and isinstance(entry.handler, ListenHandler):
+            return cast(SubscriptionBus, entry.handler._bus)  # pyright: ignore[reportPrivateUsage]  # private SDK
+        bus = InMemorySubscriptionBus()
+        if entry is None:
+            self.server.add_request_handler(
+                "subscriptions/listen", types.SubscriptionsListenRequestParams, ListenHandler(bus)
+            )
+        return bus
+
+    def _install(self) -> None:
+        server = self.server
+        if server.get_request_handler("tools/list") is None:
+            server.add_request_handler("tools/list", types.PaginatedRequestParams, self._empty_listing)
+        for method in METHODS:
+            server.add_request_handler(method, types.RequestParams, self._method_handler(method))
+        server.extensions[EXT_ID] = dict(self.options.settings())
+        server.middleware.append(self.middleware)
+
+    async def _empty_listing(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[])  # only registered so the server advertises tools
+
+    def _method_handler(self, method: str) -> Callable[[Context, Any], Awaitable[dict[str, Any]]]:
+        handler = METHODS[method]
+
+        async def handle(ctx: Context, _params: Any) -> dict[str, Any]:
+            catalog = await self.catalog(ctx)
+            try:
+                result = handler(catalog, ctx.params)
+            except LazyMCPError as exc:
+                raise _wire_error(exc) from None
+            return self._cache_hints(ctx, result)
+
+        return handle
+
+    # --- the middleware ----------------------------------------------------------------------
+
+    async def middleware(self, ctx: Context, call_next: CallNext) -> HandlerResult:
+        """Serve ``tools/list``, check ``tools/call``, advertise on ``initialize``, track sessions."""
+        method = ctx.method
+        if method == "tools/list" and self._gate_open(ctx):
+            return await self._tools_list(ctx)
+        if method == "tools/call" and self._gate_open(ctx):
+            answered = await self._tools_call(ctx)
+            if answered is not None:
+                return answered
+        elif method == "initialize":
+            return self._advertise(await call_next(ctx))
+        elif method == "notifications/initialized":
+            self._track(ctx.session)
+        return await call_next(ctx)
+
+    @staticmethod
+    def _gate_open(ctx: Context) -> bool:
+        # A 2025 request before the handshake goes down the chain, where the SDK refuses it.
+        return ctx.request_id is not None and ctx.session._connection.initialize_accepted  # pyright: ignore[reportPrivateUsage]  # private SDK
+
+    async def _tools_list(self, ctx: Context) -> HandlerResult:
+        try:
+            request = parse_list_params(ctx.params)
+            shape = resolve_shape(request, declared=client_declared(ctx), stock_default=self.options.stock_default)
+            result = list_tools(await self.catalog(ctx), request, shape)
+        except LazyMCPError as exc:
+            raise _wire_error(exc) from None
+        return self._envelope(ctx, self._cache_hints(ctx, result))
+
+    async def _tools_call(self, ctx: Context) -> HandlerResult | None:
+        params = ctx.params or {}
+        name = params.get("name")
+        if not isinstance(name, str):
+            return None  # malformed: the SDK's own validation answers it
+        arguments = params.get("arguments")
+        catalog = await self.catalog(ctx)
+        refused = check_call(catalog, name, arguments)
+        if refused is not None:
+            return self._envelope(ctx, refused)
+        if name == catalog.meta_tool["name"] and catalog.get(name) is None:
+            return self._envelope(ctx, call_meta_tool(catalog, cast(Mapping[str, Any] | None, arguments)))
+        return None
+
+    def _cache_hints(self, ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
+        """2026-era freshness hints: the server's own ``tools/list`` hint, else the SDK defaults (LT-15)."""
+        if not _modern(ctx):
+            return result
+        hint = self.server.cache_hints.get("tools/list")
+        ttl, scope = (0, "private") if hint is None else (hint.ttl_ms, hint.scope)
+        return {"ttlMs": ttl, "cacheScope": scope, **result}
+
+    def _envelope(self, ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
+        """What the SDK's result pipeline adds on 2026-07-28, for results that skip it."""
+        if _modern(ctx):
+            result["resultType"] = "complete"
+            result["_meta"] = {types.SERVER_INFO_META_KEY: self.server.server_info_stamp}
+        return result
+
+    def _advertise(self, result: HandlerResult) -> HandlerResult:
+        """Put the advertisement back into a 2025-era ``initialize`` result (LT-02)."""
+        if isinstance(result, dict):
+            caps = cast(dict[str, Any], result).setdefault("capabilities", {})
+            caps.setdefault("extensions", {})[EXT_ID] = dict(self.options.settings())
+            if "tools" in caps:
+                caps["tools"] = {**caps["tools"], "listChanged": True}
+        return result
+
+    def _track(self, session: ServerSession) -> None:
+        """Remember a 2025-era connection for ``list_changed``, until it closes."""
+        self._legacy_sessions.append(session)
+        session._connection.exit_stack.callback(self._forget, session)  # pyright: ignore[reportPrivateUsage]  # private SDK
+
+    def _forget(self, session: ServerSession) -> None:
+        if session in self._legacy_sessions:
+            self._legacy_sessions.remove(session)
+
+
+def lazify(
+    server: MCPServer[Any] | Server[Any],
+    *,
+    options: Options | None = None,
+    tools: Iterable[Tool] | None = None,
+    bus: SubscriptionBus | None = None,
+    **settings: Any,
+) -> LazyTools:
+    """Make ``server`` lazy: one line after building it.
+
+    ``settings`` are ``Options`` fields (``stock_default``, ``page_size``, ``summary_chars``,
+    ``describe_batch_max``, ``check_arguments``). On an ``MCPServer``, tools added or removed at runtime
+    invalidate the catalog and announce ``list_changed`` by themselves; on a lowlevel ``Server``, call
+    ``await lazy.tools_changed()`` after changing what its ``tools/list`` handler returns.
+    """
+    if options is not None and settings:
+        raise TypeError("pass either options= or individual settings, not both")
+    options = options or Options(**settings)
+    if isinstance(server, MCPServer):
+        lowlevel: Server[Any] = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # private SDK
+        bus = bus or cast(SubscriptionBus, server._subscriptions)  # pyright: ignore[reportPrivateUsage]  # private SDK
+        lazy = LazyTools(lowlevel, options=options, tools=tools, bus=bus)
+        _watch_tool_manager(server, lazy)
+        return lazy
+    return LazyTools(server, options=options, tools=tools, bus=bus)
+
+
+def _watch_tool_manager(server: MCPServer[Any], lazy: LazyTools) -> None:
+    """Make ``add_tool``/``remove_tool`` (and ``@server.tool()``) invalidate and announce."""
+    manager = server._tool_manager  # pyright: ignore[reportPrivateUsage]  # private SDK
+    add, remove = manager.add_tool, manager.remove_tool
+
+    def add_tool(*args: Any, **kwargs: Any) -> Any:
+        result = add(*args, **kwargs)
+        lazy._changed_in_background()  # pyright: ignore[reportPrivateUsage]
+        return result
+
+    def remove_tool(*args: Any, **kwargs: Any) -> Any:
+        result = remove(*args, **kwargs)
+        lazy._changed_in_background()  # pyright: ignore[reportPrivateUsage]
+        return result
+
+    manager.add_tool = add_tool  # pyright: ignore[reportAttributeAccessIssue]
+    manager.remove_tool = remove_tool  # pyright: ignore[reportAttributeAccessIssue]
