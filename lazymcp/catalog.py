@@ -68,7 +68,13 @@ class Catalog:
         for blob in blobs:
             digest.update(len(blob).to_bytes(8, "big"))
             digest.update(blob)
-        meta_name = META_TOOL_NAME if META_TOOL_NAME not in index else META_TOOL_FALLBACK_NAME
+        meta_name = META_TOOL_NAME
+        if meta_name in index:  # the server's own tool wins; the meta-tool takes the first free name
+            meta_name = META_TOOL_FALLBACK_NAME
+            suffix = 2
+            while meta_name in index:
+                meta_name = f"{META_TOOL_FALLBACK_NAME}_{suffix}"
+                suffix += 1
         return cls(
             tools=tuple(tool_list),
             index=index,

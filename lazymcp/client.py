@@ -55,8 +55,7 @@ class LazyClient:
 
     async def __aenter__(self) -> Self:
         await self._stack.enter_async_context(self.client)
-        caps = self.client.server_capabilities
-        extensions = (caps.extensions if caps is not None else None) or {}
+        extensions: dict[str, Any] = self.client.server_capabilities.extensions or {}
         if EXT_ID not in extensions and self.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             # A client told to adopt 2026-07-28 without probing has no capabilities yet: ask.
             discovered = await raw_request(self.session, "server/discover")

@@ -16,6 +16,10 @@ from lazymcp.errors import suggest
 from lazymcp.messages import Tool
 
 
+MAX_SUGGESTED = 10
+"""Unknown names in one ``describe_tools`` call that get suggestions."""
+
+
 def describe_tools_definition(name: str, batch_max: int) -> Tool:
     """The ``describe_tools`` meta-tool as it appears in a stock client's listing."""
     return {
@@ -65,8 +69,7 @@ def describe_tools_result(get: Callable[[str], Tool | None], known: Iterable[str
             unknown.append(name)
         else:
             found.append(tool)
-    payload: dict[str, Any] = {"tools": found}
-    if unknown:
-        payload["unknown"] = unknown
-        payload["suggestions"] = {name: suggest(name, known) for name in unknown[:10]}
+    # Suggestions for the first few unknown names only: each is a search of the whole catalog.
+    suggestions = {name: suggest(name, known) for name in unknown[:MAX_SUGGESTED]}
+    payload: dict[str, Any] = {"tools": found, "unknown": unknown, "suggestions": suggestions}
     return text_result(payload, is_error=not found)

@@ -37,9 +37,6 @@ def parse_list_params(params: Mapping[str, Any] | None) -> ListRequest:
     """
     if params is None:
         return ListRequest()
-    cursor = params.get("cursor")
-    if cursor is not None and not isinstance(cursor, str):
-        raise InvalidParams("cursor", "type", "Invalid params: 'cursor' must be a string")
     lazy = params.get("lazy")
     if lazy is not None and not isinstance(lazy, bool):
         raise InvalidParams("lazy", "type", "Invalid params: 'lazy' must be a boolean")
@@ -50,6 +47,9 @@ def parse_list_params(params: Mapping[str, Any] | None) -> ListRequest:
         raise InvalidParams(
             "detail", "unknown_value", f"Invalid params: 'detail' must be one of {', '.join(DETAILS)}", allowed=DETAILS
         )
+    cursor = params.get("cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise InvalidParams("cursor", "type", "Invalid params: 'cursor' must be a string")
     return ListRequest(cursor=cursor, lazy=lazy, detail=detail)
 
 

@@ -8,6 +8,8 @@ from lazymcp.messages import ServerSettings, StockDefault
 from lazymcp.stubs import DEFAULT_SUMMARY_CHARS
 
 DEFAULT_DESCRIBE_BATCH_MAX = 100
+MAX_DESCRIBE_BATCH = 100
+"""The spec's ceiling on ``describeBatchMax``: it bounds the work one request can ask for."""
 META_TOOL_NAME = "describe_tools"
 META_TOOL_FALLBACK_NAME = "lazymcp_describe_tools"
 
@@ -34,8 +36,8 @@ class Options:
             raise ValueError(f"page_size must be at least 1 (or None for one page), not {self.page_size}")
         if self.summary_chars < 8:
             raise ValueError(f"summary_chars must be at least 8, not {self.summary_chars}")
-        if not 1 <= self.describe_batch_max <= 10_000:
-            raise ValueError(f"describe_batch_max must be between 1 and 10000, not {self.describe_batch_max}")
+        if not 1 <= self.describe_batch_max <= MAX_DESCRIBE_BATCH:
+            raise ValueError(f"describe_batch_max must be between 1 and {MAX_DESCRIBE_BATCH}, not {self.describe_batch_max}")
 
     def settings(self) -> ServerSettings:
         """What the server advertises at ``capabilities.extensions[EXT_ID]`` (LT-02)."""

@@ -42,7 +42,7 @@ from pydantic import BaseModel
 
 from lazymcp.catalog import Catalog
 from lazymcp.errors import LazyMCPError
-from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, EXT_ID, Tool
+from lazymcp.messages import EXT_ID, Tool
 from lazymcp.methods import METHODS, call_meta_tool, check_call, list_tools, parse_list_params, resolve_shape
 from lazymcp.options import Options
 
@@ -120,7 +120,9 @@ class LazyTools:
         cursor: str | None = None
         for _ in range(MAX_SOURCE_PAGES):
             params = types.PaginatedRequestParams(cursor=cursor)
-            result: object = await entry.handler(replace(ctx, params={} if cursor is None else {"cursor": cursor}), params)
+            result: object = await entry.handler(
+                replace(ctx, params={} if cursor is None else {"cursor": cursor}), params
+            )
             if isinstance(result, BaseModel):
                 raw = result.model_dump(by_alias=True, mode="json", exclude_none=True)
             else:
@@ -131,6 +133,16 @@ class LazyTools:
             if not cursor:
                 break
         return tools
+
+    def static_catalog(self) -> Catalog:
+        """The catalog of a server built with ``tools=``.
+
+        Raises:
+            RuntimeError: the server lists its own tools (no ``tools=`` given).
+        """
+        if self._static is None:
+            raise RuntimeError("this server lists its own tools; use await catalog(ctx)")
+        return self._static
 
     def invalidate(self) -> None:
         """Forget the catalog of the server's own tools; the next request rebuilds it."""
@@ -170,7 +182,7 @@ class LazyTools:
     def _find_or_install_bus(self) -> SubscriptionBus:
         entry = self.server.get_request_handler("subscriptions/listen")
         if entry is not None and isinstance(entry.handler, ListenHandler):
-            return cast(SubscriptionBus, entry.handler._bus)  # pyright: ignore[reportPrivateUsage]  # private SDK
+            return entry.handler._bus  # pyright: ignore[reportPrivateUsage]  # private SDK
         bus = InMemorySubscriptionBus()
         if entry is None:
             self.server.add_request_handler(
@@ -266,7 +278,7 @@ class LazyTools:
     def _advertise(self, result: HandlerResult) -> HandlerResult:
         """Put the advertisement back into a 2025-era ``initialize`` result (LT-02)."""
         if isinstance(result, dict):
-            caps = cast(dict[str, Any], result).setdefault("capabilities", {})
+            caps = result.setdefault("capabilities", {})
             caps.setdefault("extensions", {})[EXT_ID] = dict(self.options.settings())
             if "tools" in caps:
                 caps["tools"] = {**caps["tools"], "listChanged": True}
@@ -302,7 +314,7 @@ def lazify(
     options = options or Options(**settings)
     if isinstance(server, MCPServer):
         lowlevel: Server[Any] = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # private SDK
-        bus = bus or cast(SubscriptionBus, server._subscriptions)  # pyright: ignore[reportPrivateUsage]  # private SDK
+        bus = bus or server._subscriptions  # pyright: ignore[reportPrivateUsage]  # private SDK
         lazy = LazyTools(lowlevel, options=options, tools=tools, bus=bus)
         _watch_tool_manager(server, lazy)
         return lazy

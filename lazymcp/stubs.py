@@ -21,6 +21,7 @@ STOCK_INPUT_SCHEMA: dict[str, Any] = {"type": "object"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|(?<=[。！？])|\n\s*\n")
 # Abbreviations whose dot ends no sentence.
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "approx.", "incl.", "no.", "cf.")
+_INITIALS = re.compile(r"(?:^|[\s(])(?:[A-Za-z]\.){2,}$")
 _WHITESPACE = re.compile(r"\s+")
 
 
@@ -36,8 +37,8 @@ def first_sentence(text: str) -> str:
         if not candidate.strip():  # leading blank lines or a lone heading mark
             start = match.end()
             continue
-        if candidate.lower().endswith(_ABBREVIATIONS) or re.search(r"\b\w\.$", candidate):
-            start = match.end()  # "e.g." or an initial like "U.S." ends no sentence
+        if candidate.lower().endswith(_ABBREVIATIONS) or _INITIALS.search(candidate):
+            start = match.end()  # "e.g." or initials like "U.S." end no sentence
             continue
         sentence = candidate
         break

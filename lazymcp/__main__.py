@@ -1,0 +1,5 @@
+import sys
+
+from lazymcp.cli import main
+
+sys.exit(main())

@@ -1,0 +1,134 @@
+"""The ``lazymcp`` command: argparse in, one library call per subcommand, text out."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import orjson
+
+from lazymcp.errors import LazyMCPError
+from lazymcp.options import Options
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, colon, port = value.rpartition(":")
+    if not colon or not port.isdigit() or not host:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
+    return int(value)
+
+
+def _add_listing_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("listing")
+    group.add_argument(
+        "--stock-default",
+        choices=("lazy", "eager"),
+        default=os.environ.get("LAZYMCP_STOCK_DEFAULT", "lazy"),
+        help="what a client without the extension gets from tools/list (default: lazy; env LAZYMCP_STOCK_DEFAULT)",
+    )
+    group.add_argument(
+        "--page-size", type=_positive, default=None, help="tools per tools/list page (default: one page)"
+    )
+    group.add_argument("--summary-chars", type=_positive, default=80, help="longest stub summary (default: 80)")
+
+
+def _options(args: argparse.Namespace) -> Options:
+    return Options(stock_default=args.stock_default, page_size=args.page_size, summary_chars=args.summary_chars)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lazymcp", description="Lazy tool loading for MCP servers.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve a tool catalog lazily (stdio, or streamable HTTP)")
+    serve.add_argument(
+        "--catalog",
+        metavar="FILE",
+        help="JSON list of MCP tools, or an object with a 'tools' list (default: the built-in sample catalog)",
+    )
+    serve.add_argument("--http", metavar="HOST:PORT", type=_host_port, help="serve streamable HTTP at /mcp")
+    serve.add_argument("--stateless", action="store_true", help="with --http: no sessions, one POST per request")
+    _add_listing_options(serve)
+
+    stats = commands.add_parser(
+        "stats",
+        help="bytes and tokens of every listing mode of a server",
+        usage="lazymcp stats [--catalog FILE | --url URL | -- COMMAND ARGS...] [--json]",
+    )
+    source = stats.add_mutually_exclusive_group()
+    source.add_argument("--catalog", metavar="FILE", help="serve this catalog in-process and measure it")
+    source.add_argument("--url", help="a streamable-HTTP MCP server")
+    stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, command = argv[:at], argv[at + 1 :]
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            return _serve(args)
+        return _stats(args, command)
+    except LazyMCPError as exc:
+        print(f"lazymcp: error: {exc.message}", file=sys.stderr)
+        return 2
+
+
+def _catalog_tools(path: str | None) -> list[Any]:
+    from lazymcp.sample import sample_tools
+    from lazymcp.serve import load_tools
+
+    return sample_tools() if path is None else load_tools(path)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from lazymcp.serve import build_server, run
+
+    lazy = build_server(_catalog_tools(args.catalog), _options(args))
+    try:
+        run(lazy, args.http, stateless=args.stateless)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _stats(args: argparse.Namespace, command: list[str]) -> int:
+    from mcp import StdioServerParameters
+    from mcp.client._memory import InMemoryTransport
+
+    from lazymcp.serve import build_server
+    from lazymcp.stats import collect, render
+
+    if command and (args.url or args.catalog):
+        print("lazymcp: error: give one of --catalog, --url or -- COMMAND", file=sys.stderr)
+        return 2
+    target: Any
+    stock_target: Any
+    if args.url:
+        target = stock_target = args.url
+    elif command:
+        target = stock_target = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    else:
+        server = build_server(_catalog_tools(args.catalog)).server
+        target, stock_target = InMemoryTransport(server), InMemoryTransport(server)
+    report = anyio.run(lambda: collect(target, stock_target))
+    if args.json:
+        print(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        print(render(report))
+    return 0

@@ -1,0 +1,73 @@
+"""Shared test fixtures: real catalogs, small tool sets, and servers built the way users build them."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("LAZYMCP_SHARED", ROOT.parent / "shared"))
+CATALOGS = SHARED / "catalogs"
+SPEC = ROOT / "spec"
+
+ERAS = ("legacy", "2026-07-28")
+"""Client modes: the 2025-11-25 handshake era and the 2026-07-28 modern era."""
+
+
+def shared_catalog(name: str) -> list[dict[str, Any]]:
+    """A real captured catalog from ../shared/catalogs (the test is skipped where it is absent)."""
+    path = CATALOGS / f"{name}.json"
+    if not path.exists():
+        pytest.skip(f"{path} is not here (it sits beside the project in CI)")
+    return json.loads(path.read_text())["tools"]
+
+
+SMALL_TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "issues_create",
+        "title": "Create issue",
+        "description": "Create an issue in a project. The issue starts in the project's default state.\n\nNeeds write access.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "project": {"type": "string", "description": "Project key."},
+                "title": {"type": "string", "minLength": 1},
+                "priority": {"type": "integer", "minimum": 0, "maximum": 4},
+            },
+            "required": ["project", "title"],
+            "additionalProperties": False,
+        },
+        "annotations": {"destructiveHint": False},
+    },
+    {
+        # Off-spec on purpose (no "type"), as some real servers publish: relayed untouched.
+        "name": "issues_search",
+        "description": "Search issues with a query string, e.g. 'state:open label:bug'. Returns at most 50 issues.",
+        "inputSchema": {"properties": {"query": {"type": "string"}}, "required": ["query"]},
+    },
+    {
+        "name": "echo",
+        "description": "Echo the text back.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        "_meta": {"io.lazymcp/lazy-tools": {"summary": "Say it again."}},
+    },
+    {
+        "name": "legacy_draft7",
+        "description": "A tool whose schema is written in draft-07.",
+        "inputSchema": {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+        },
+    },
+]
+
+
+@pytest.fixture
+def small_tools() -> list[dict[str, Any]]:
+    return json.loads(json.dumps(SMALL_TOOLS))
