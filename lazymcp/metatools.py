@@ -15,7 +15,6 @@ import orjson
 from lazymcp.errors import suggest
 from lazymcp.messages import Tool
 
-
 MAX_SUGGESTED = 10
 """Unknown names in one ``describe_tools`` call that get suggestions."""
 

@@ -37,7 +37,8 @@ class Options:
         if self.summary_chars < 8:
             raise ValueError(f"summary_chars must be at least 8, not {self.summary_chars}")
         if not 1 <= self.describe_batch_max <= MAX_DESCRIBE_BATCH:
-            raise ValueError(f"describe_batch_max must be between 1 and {MAX_DESCRIBE_BATCH}, not {self.describe_batch_max}")
+            limit = MAX_DESCRIBE_BATCH
+            raise ValueError(f"describe_batch_max must be between 1 and {limit}, not {self.describe_batch_max}")
 
     def settings(self) -> ServerSettings:
         """What the server advertises at ``capabilities.extensions[EXT_ID]`` (LT-02)."""

@@ -30,7 +30,9 @@ SMALL_TOOLS: list[dict[str, Any]] = [
     {
         "name": "issues_create",
         "title": "Create issue",
-        "description": "Create an issue in a project. The issue starts in the project's default state.\n\nNeeds write access.",
+        "description": (
+            "Create an issue in a project. The issue starts in the project's default state.\n\nNeeds write access."
+        ),
         "inputSchema": {
             "type": "object",
             "properties": {

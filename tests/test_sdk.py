@@ -87,6 +87,7 @@ async def test_server_advertises_the_extension_in_both_eras(mode: str) -> None:
         assert client.server_capabilities.tools is not None and client.server_capabilities.tools.list_changed
 
 
+@pytest.mark.requirement("LT-03")
 @pytest.mark.requirement("LT-04")
 @pytest.mark.requirement("LT-06")
 @pytest.mark.parametrize("mode", ERAS)
@@ -345,7 +346,9 @@ async def test_a_cursor_from_an_older_catalog_is_stale() -> None:
     assert caught.value.error.data == {"field": "cursor", "reason": "stale"}
 
 
-TOOL_DEFS = [types.Tool(name=f"t{i}", description=f"Tool {i}. More.", input_schema={"type": "object"}) for i in range(5)]
+TOOL_DEFS = [
+    types.Tool(name=f"t{i}", description=f"Tool {i}. More.", input_schema={"type": "object"}) for i in range(5)
+]
 
 
 def build_lowlevel(tools: list[types.Tool]) -> Server[Any]:
