@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any, cast
+from urllib.parse import unquote
 
 import orjson
 from jsonschema import Draft202012Validator
@@ -31,6 +32,10 @@ def compile_validator(schema: object) -> Validator | None:
         return None
     schema = cast(dict[str, Any], schema)
     dialect = schema.get("$schema")
+    if dialect is not None and not isinstance(dialect, str):
+        return None
+    if not _refs_resolve(schema, schema):
+        return None
     cls: Any = Draft202012Validator if dialect is None else validator_for(schema, default=_UNKNOWN)  # pyright: ignore[reportArgumentType]
     if cls is _UNKNOWN:
         return None
@@ -39,6 +44,37 @@ def compile_validator(schema: object) -> Validator | None:
     except SchemaError:
         return None
     return cls(schema)
+
+
+def _refs_resolve(node: object, root: dict[str, Any], depth: int = 0) -> bool:
+    """Does every ``$ref`` in the schema point inside it? (No remote fetching: there is no network.)"""
+    if depth > 64:
+        return False
+    if isinstance(node, dict):
+        node = cast(dict[str, Any], node)
+        ref = node.get("$ref")
+        if ref is not None and not (isinstance(ref, str) and _pointer_target(root, ref) is not None):
+            return False
+        return all(_refs_resolve(value, root, depth + 1) for value in node.values())
+    if isinstance(node, list):
+        return all(_refs_resolve(value, root, depth + 1) for value in cast(list[object], node))
+    return True
+
+
+def _pointer_target(root: dict[str, Any], ref: str) -> object | None:
+    """What a local ``#/a/b`` reference points to in ``root``, or None."""
+    if not ref.startswith("#"):
+        return None
+    node: object = root
+    for raw in ref[1:].split("/")[1:] if ref != "#" else []:
+        part = unquote(raw).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = cast(dict[str, object], node)[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(cast(list[object], node)):
+            node = cast(list[object], node)[int(part)]
+        else:
+            return None
+    return node
 
 
 def check_arguments(name: str, validator: Validator | None, arguments: object) -> dict[str, Any] | None:

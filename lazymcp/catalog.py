@@ -127,7 +127,7 @@ class Catalog:
         else:
             end = len(entries) if size is None else min(start + size, len(entries))
             tools = entries[start:end]
-        if shape == "stock" and start == 0:
+        if shape == "stock" and cursor is None:
             tools = [self.meta_tool, *tools]
         result: dict[str, Any] = {"tools": tools}
         if end < len(entries):
@@ -138,12 +138,17 @@ class Catalog:
         if cursor is None:
             return 0
         version, dot, offset = cursor.partition(".")
-        if not dot or not offset.isdigit() or len(offset) > 9 or len(version) != len(self.version):
+        if (
+            not dot
+            or not (offset.isascii() and offset.isdigit())
+            or len(offset) > 9
+            or len(version) != len(self.version)
+        ):
             raise InvalidParams("cursor", "malformed", "Invalid cursor: not one this server issued")
         if version != self.version:
             raise InvalidParams("cursor", "stale", "Stale cursor: the tool list changed; list again from the start")
         start = int(offset)
-        if start > len(self.tools):
+        if start >= len(self.tools):  # a cursor always names the tool its page starts with
             raise InvalidParams("cursor", "malformed", "Invalid cursor: past the end of the tool list")
         return start
 

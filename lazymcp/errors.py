@@ -77,4 +77,8 @@ def suggest(name: str, known: Iterable[str], limit: int = 3) -> list[str]:
     """Up to ``limit`` known names close to ``name``, best first."""
     if len(name) > 256:  # bounded work for hostile input
         return []
-    return difflib.get_close_matches(name, list(known), n=limit, cutoff=0.6)
+    names = list(known)
+    folded = name.casefold()
+    same = [known_name for known_name in names if known_name.casefold() == folded]
+    close = difflib.get_close_matches(name, names, n=limit, cutoff=0.6)
+    return list(dict.fromkeys(same + close))[:limit]

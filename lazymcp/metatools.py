@@ -39,7 +39,6 @@ def describe_tools_definition(name: str, batch_max: int) -> Tool:
                 }
             },
             "required": ["names"],
-            "additionalProperties": False,
         },
         "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
     }

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from lazymcp.arguments import check_arguments
 from lazymcp.catalog import Catalog
 from lazymcp.errors import InvalidParams, UnknownTool
 from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DETAILS, Detail, Shape, StockDefault
 from lazymcp.metatools import describe_tools_result
-
-MAX_NAME_CHARS = 1024
-"""Longer names are refused before any lookup: no tool is called that, and it bounds the work."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,20 +26,34 @@ class ListRequest:
     detail: Detail = "summary"
 
 
-def parse_list_params(params: Mapping[str, Any] | None) -> ListRequest:
-    """Read ``cursor``, ``lazy`` and ``detail`` from ``tools/list`` params.
+def _object(params: object) -> Mapping[str, Any]:
+    """The params object (absent params read as empty).
+
+    Raises:
+        InvalidParams: params are present but not a JSON object (JSON-RPC also allows arrays).
+    """
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise InvalidParams("params", "type", "Invalid params: expected an object")
+    return cast(Mapping[str, Any], params)
+
+
+def parse_list_params(params: object) -> ListRequest:
+    """Read ``lazy``, ``detail`` and ``cursor`` from ``tools/list`` params, checked in that order.
 
     Raises:
         InvalidParams: a parameter has the wrong type or an unknown value.
     """
-    if params is None:
-        return ListRequest()
+    params = _object(params)
     lazy = params.get("lazy")
     if lazy is not None and not isinstance(lazy, bool):
         raise InvalidParams("lazy", "type", "Invalid params: 'lazy' must be a boolean")
-    detail = params.get("detail", "summary")
+    detail = params.get("detail")
     if detail is None:
         detail = "summary"
+    if not isinstance(detail, str):
+        raise InvalidParams("detail", "type", "Invalid params: 'detail' must be a string")
     if detail not in DETAILS:
         raise InvalidParams(
             "detail", "unknown_value", f"Invalid params: 'detail' must be one of {', '.join(DETAILS)}", allowed=DETAILS
@@ -68,8 +79,8 @@ def list_tools(catalog: Catalog, request: ListRequest, shape: Shape) -> dict[str
     return catalog.page(shape, request.detail, request.cursor)
 
 
-def _name_param(params: Mapping[str, Any] | None, field: str = "name") -> str:
-    name = None if params is None else params.get(field)
+def _name_param(params: object, field: str = "name") -> str:
+    name = _object(params).get(field)
     if not isinstance(name, str):
         raise InvalidParams(field, "type", f"Invalid params: '{field}' must be a string")
     if not name:
@@ -77,7 +88,7 @@ def _name_param(params: Mapping[str, Any] | None, field: str = "name") -> str:
     return name
 
 
-def describe(catalog: Catalog, params: Mapping[str, Any] | None) -> dict[str, Any]:
+def describe(catalog: Catalog, params: object) -> dict[str, Any]:
     """``tools/describe``: ``{name}`` -> ``{tool}`` (LT-10).
 
     Raises:
@@ -85,13 +96,13 @@ def describe(catalog: Catalog, params: Mapping[str, Any] | None) -> dict[str, An
         UnknownTool: no tool has that name.
     """
     name = _name_param(params)
-    tool = catalog.get(name) if len(name) <= MAX_NAME_CHARS else None
+    tool = catalog.get(name)
     if tool is None:
         raise UnknownTool(name, catalog.index)
     return {"tool": tool}
 
 
-def describe_batch(catalog: Catalog, params: Mapping[str, Any] | None) -> dict[str, Any]:
+def describe_batch(catalog: Catalog, params: object) -> dict[str, Any]:
     """``tools/describe_batch``: ``{names}`` -> ``{tools, unknown}`` in request order (LT-11).
 
     A name given twice is described once, at its first position.
@@ -100,7 +111,7 @@ def describe_batch(catalog: Catalog, params: Mapping[str, Any] | None) -> dict[s
         InvalidParams: ``names`` is not a list of 1 to ``describe_batch_max`` strings.
     """
     limit = catalog.options.describe_batch_max
-    names = None if params is None else params.get("names")
+    names = _object(params).get("names")
     if not isinstance(names, list):
         raise InvalidParams("names", "type", "Invalid params: 'names' must be an array of strings")
     if not names:
@@ -139,7 +150,7 @@ def check_call(catalog: Catalog, name: str, arguments: object) -> dict[str, Any]
     return check_arguments(name, catalog.validator(name), arguments)
 
 
-Handler = Callable[[Catalog, Mapping[str, Any] | None], dict[str, Any]]
+Handler = Callable[[Catalog, object], dict[str, Any]]
 
 METHODS: dict[str, Handler] = {DESCRIBE: describe, DESCRIBE_BATCH: describe_batch}
 """The extension's new request methods, by name."""

@@ -17,8 +17,8 @@ ELLIPSIS = "…"
 DEFAULT_SUMMARY_CHARS = 80
 STOCK_INPUT_SCHEMA: dict[str, Any] = {"type": "object"}
 
-# A sentence ends at . ! ? (or their full-width forms) followed by white space or the end, or at a blank line.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s|(?<=[。！？])|\n\s*\n")
+# A sentence ends at . ! ? followed by white space, right after a full-width 。！？, or at a blank line.
+_SENTENCE_END = re.compile(r"(?P<blank>\n[^\S\n]*\n)|(?<=[.!?])\s|(?<=[。！？])")
 # Abbreviations whose dot ends no sentence.
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "approx.", "incl.", "no.", "cf.")
 _INITIALS = re.compile(r"(?:^|[\s(])(?:[A-Za-z]\.){2,}$")
@@ -37,8 +37,9 @@ def first_sentence(text: str) -> str:
         if not candidate.strip():  # leading blank lines or a lone heading mark
             start = match.end()
             continue
-        if candidate.lower().endswith(_ABBREVIATIONS) or _INITIALS.search(candidate):
-            start = match.end()  # "e.g." or initials like "U.S." end no sentence
+        is_blank_line = match.group("blank") is not None
+        if not is_blank_line and (candidate.lower().endswith(_ABBREVIATIONS) or _INITIALS.search(candidate)):
+            start = match.end()  # "e.g." or initials like "U.S." end no sentence, but a blank line always does
             continue
         sentence = candidate
         break
