@@ -60,6 +60,19 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--stateless", action="store_true", help="with --http: no sessions, one POST per request")
     _add_listing_options(serve)
 
+    proxy = commands.add_parser(
+        "proxy",
+        help="make any MCP server lazy: lazymcp proxy [options] -- COMMAND ARGS...",
+        usage="lazymcp proxy [options] -- COMMAND ARGS...",
+    )
+    proxy.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds the upstream may take to answer before it counts as hung (0: never; default: 300)",
+    )
+    _add_listing_options(proxy)
+
     stats = commands.add_parser(
         "stats",
         help="bytes and tokens of every listing mode of a server",
@@ -83,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return _serve(args)
+        if args.command == "proxy":
+            return _proxy(args, command)
         return _stats(args, command)
     except LazyMCPError as exc:
         print(f"lazymcp: error: {exc.message}", file=sys.stderr)
@@ -105,6 +120,18 @@ def _serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _proxy(args: argparse.Namespace, command: list[str]) -> int:
+    from lazymcp.proxy import run_stdio_proxy
+
+    if not command:
+        print("lazymcp: error: give the upstream server's command after --", file=sys.stderr)
+        return 2
+    try:
+        return run_stdio_proxy(command, _options(args), timeout=args.timeout)
+    except KeyboardInterrupt:
+        return 130
 
 
 def _stats(args: argparse.Namespace, command: list[str]) -> int:

@@ -73,3 +73,38 @@ SMALL_TOOLS: list[dict[str, Any]] = [
 @pytest.fixture
 def small_tools() -> list[dict[str, Any]]:
     return json.loads(json.dumps(SMALL_TOOLS))
+
+
+EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything@2026.8.31"
+NPM_CACHE = Path(os.environ.get("LAZYMCP_NPM_DIR", ROOT / ".cache" / "npm-servers"))
+
+
+@pytest.fixture(scope="session")
+def everything_command() -> list[str]:
+    """The command that runs server-everything over stdio, installed from the npm registry on first use."""
+    import shutil
+    import subprocess
+
+    entry = NPM_CACHE / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.fail("node and npm are needed to install server-everything (Debian packages nodejs and npm)")
+    if not entry.exists():
+        NPM_CACHE.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [
+                npm,
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--prefix",
+                str(NPM_CACHE),
+                EVERYTHING_PACKAGE,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+    return [node, str(entry), "stdio"]

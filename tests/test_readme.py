@@ -56,3 +56,29 @@ def test_main_job_runs_from_the_installed_script(tmp_path: Path) -> None:
     done = subprocess.run([str(script), "stats", "--json"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert '"mode": "stubs:summary"' in done.stdout
+
+
+JSON_BLOCKS = re.findall(r"```json\n(.*?)```", README, re.DOTALL)
+
+
+@pytest.mark.anyio
+async def test_the_client_config_snippet_starts_a_lazy_github_server() -> None:
+    import json
+
+    import anyio
+    from mcp import StdioServerParameters
+
+    from lazymcp import LazyClient
+
+    [config] = [json.loads(block) for block in JSON_BLOCKS if "mcpServers" in block]
+    github = config["mcpServers"]["github"]
+    command = str(Path(sys.executable).with_name(github["command"]))  # the installed console script
+    env = {**os.environ, "GITHUB_PERSONAL_ACCESS_TOKEN": "dummy"}  # listing tools needs no real account
+    params = StdioServerParameters(command=command, args=github["args"], env=env)
+    with anyio.fail_after(180):  # npx fetches the server from the npm registry on first use
+        async with LazyClient(params, mode="auto") as client:
+            stubs = await client.list_stubs()
+            tool = await client.describe("create_issue")
+    assert len(stubs) == 26
+    assert all(set(stub) <= {"name", "description"} for stub in stubs)
+    assert tool["inputSchema"]["required"] == ["owner", "repo", "title"]

@@ -1,0 +1,79 @@
+"""JSON-RPC 2.0 lines: parsing once at the edge, and the one place wire errors are built.
+
+A line here is one message without its terminating newline; whoever writes it adds the newline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from lazymcp.errors import ErrorCode, LazyMCPError
+
+Message = dict[str, Any]
+RequestId = int | str
+
+
+class NotJSONRPC(ValueError):
+    """A line that is not a JSON-RPC 2.0 message."""
+
+
+def parse(line: bytes) -> Message:
+    """The message on one line.
+
+    Raises:
+        NotJSONRPC: the line is not JSON, or not a JSON-RPC object.
+    """
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise NotJSONRPC(f"not JSON: {exc}") from None
+    if not isinstance(message, dict):
+        raise NotJSONRPC("not a JSON object")
+    return message  # pyright: ignore[reportUnknownVariableType]
+
+
+def encode(message: Message) -> bytes:
+    """One message as a line (no newline)."""
+    return orjson.dumps(message)
+
+
+def id_key(request_id: object) -> tuple[str, object]:
+    """A dict key for a request id that keeps ``1`` and ``"1"`` apart."""
+    return (type(request_id).__name__, request_id)
+
+
+def result_line(request_id: RequestId, result: dict[str, Any]) -> bytes:
+    return encode({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def error_line(request_id: RequestId | None, code: int, message: str, data: object = None) -> bytes:
+    error: dict[str, Any] = {"code": int(code), "message": message}
+    if data is not None:
+        error["data"] = data
+    return encode({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
+def error_from(request_id: RequestId | None, exc: LazyMCPError) -> bytes:
+    """The wire error for a lazymcp error (the translation boundary)."""
+    return error_line(request_id, exc.code, exc.message, exc.data)
+
+
+def request_line(request_id: RequestId, method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: Message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return encode(message)
+
+
+def notification_line(method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: Message = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return encode(message)
+
+
+INVALID_REQUEST = -32600
+PARSE_ERROR = -32700
+UPSTREAM = ErrorCode.UPSTREAM_ERROR

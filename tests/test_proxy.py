@@ -1,0 +1,288 @@
+"""The proxy: its routing rules without I/O, then real processes over real pipes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import orjson
+import pytest
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp import Client, StdioServerParameters
+
+from lazymcp import EXT_ID, LazyClient
+from lazymcp.router import Fail, Router, ToClient, ToServer
+
+from .conftest import ERAS, SMALL_TOOLS
+
+SERVERS = Path(__file__).with_name("servers")
+TIMEOUT = 20
+
+
+def line(message: dict[str, Any]) -> bytes:
+    return orjson.dumps(message)
+
+
+def legacy_router(tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> tuple[Router, list[Any]]:
+    """A router through the 2025 handshake, with the upstream's catalog fetched."""
+    router = Router(**kwargs)
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    assert router.from_client(line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}), 0) == [
+        ToServer(line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+    ]
+    result = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "u", "version": "1"},
+    }
+    [answer] = router.from_server(line({"jsonrpc": "2.0", "id": 1, "result": result}), 0)
+    assert isinstance(answer, ToClient)
+    fetch = router.from_client(line({"jsonrpc": "2.0", "method": "notifications/initialized"}), 0)
+    own = json.loads(fetch[-1].data)  # type: ignore[union-attr]
+    assert own["method"] == "tools/list" and own["params"] == {"lazy": False}
+    sent = router.from_server(line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": tools or SMALL_TOOLS}}), 0)
+    return router, [answer, *sent]
+
+
+def test_the_router_advertises_the_extension_in_the_initialize_result() -> None:
+    _, [answer] = legacy_router()
+    caps = json.loads(answer.data)["result"]["capabilities"]
+    assert EXT_ID in caps["extensions"] and caps["tools"]["listChanged"] is True
+
+
+@pytest.mark.requirement("LT-05")
+def test_the_router_answers_listings_from_the_upstreams_own_tools() -> None:
+    router, _ = legacy_router()
+    [full] = router.from_client(line({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"lazy": False}}), 0)
+    [stock] = router.from_client(line({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}), 0)
+    assert isinstance(full, ToClient) and json.loads(full.data)["result"]["tools"] == SMALL_TOOLS
+    assert [t["name"] for t in json.loads(stock.data)["result"]["tools"]][:2] == ["describe_tools", "issues_create"]
+
+
+def test_everything_else_passes_through_as_the_same_bytes() -> None:
+    router, _ = legacy_router()
+    for raw in (
+        b'{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"x://1"}}',
+        b'{"jsonrpc": "2.0", "id": "s1", "method": "prompts/get", "params": {"name": "p"}}',
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}',
+        b'{"jsonrpc":"2.0","id":9,"result":{"role":"assistant"}}',  # answer to a sampling request
+    ):
+        assert router.from_client(raw, 0) == [ToServer(raw)]
+    back = b'{"jsonrpc":"2.0","id":7,"result":{"contents":[]}}'
+    assert router.from_server(back, 0) == [ToClient(back)]
+    sampling = b'{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{}}'
+    assert router.from_server(sampling, 0) == [ToClient(sampling)]
+
+
+def test_a_late_answer_is_never_delivered_twice() -> None:
+    router, _ = legacy_router()
+    request = line({"jsonrpc": "2.0", "id": 5, "method": "ping"})
+    router.from_client(request, 0)
+    answer = line({"jsonrpc": "2.0", "id": 5, "result": {}})
+    assert router.from_server(answer, 0) == [ToClient(answer)]
+    assert router.from_server(answer, 0) == []
+
+
+def test_a_failed_upstream_owes_every_request_an_error() -> None:
+    router, _ = legacy_router()
+    for request_id in (10, "eleven"):
+        router.from_client(line({"jsonrpc": "2.0", "id": request_id, "method": "resources/list"}), 0)
+    errors = router.upstream_failed("the upstream server exited with code 3")
+    assert sorted(str(json.loads(e.data)["id"]) for e in errors) == ["10", "eleven"]  # type: ignore[union-attr]
+    assert {json.loads(e.data)["error"]["code"] for e in errors} == {-32000}  # type: ignore[union-attr]
+    [later] = router.from_client(line({"jsonrpc": "2.0", "id": 12, "method": "ping"}), 0)
+    assert isinstance(later, ToClient) and json.loads(later.data)["error"]["code"] == -32000
+
+
+def test_garbage_from_the_upstream_fails_it_and_a_hang_times_out() -> None:
+    router, _ = legacy_router(timeout=5)
+    assert isinstance(router.from_server(b"hello world", 0)[0], Fail)
+    call = {"name": "echo", "arguments": {"text": "x"}}
+    assert router.from_client(line({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}), 0)
+    assert router.expire(4.9) == []
+    [fail] = router.expire(5.1)
+    assert isinstance(fail, Fail) and "within 5 s" in fail.reason
+
+
+@pytest.mark.requirement("LT-16")
+def test_list_changed_waits_for_the_new_catalog() -> None:
+    router, _ = legacy_router()
+    notice = b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}'
+    [refetch] = router.from_client(line({"jsonrpc": "2.0", "id": 3, "method": "ping"}), 0) and router.from_server(
+        notice, 0
+    )
+    own = json.loads(refetch.data)  # type: ignore[union-attr]
+    assert own["method"] == "tools/list"
+    grown = [*SMALL_TOOLS, {"name": "new_tool", "inputSchema": {"type": "object"}}]
+    actions = router.from_server(line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": grown}}), 0)
+    assert actions == [ToClient(notice)]
+    assert router.catalog is not None and router.catalog.get("new_tool") is not None
+
+
+def test_tool_requests_before_the_catalog_wait_for_it() -> None:
+    router = Router()
+    init = {"protocolVersion": "2025-11-25", "capabilities": {"extensions": {EXT_ID: {}}}, "clientInfo": {}}
+    router.from_client(line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}), 0)
+    router.from_server(line({"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {}}}), 0)
+    [fetch] = router.from_client(line({"jsonrpc": "2.0", "method": "notifications/initialized"}), 0)[1:]
+    assert router.from_client(line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), 0) == []
+    own = json.loads(fetch.data)  # type: ignore[union-attr]
+    [answer] = router.from_server(line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": SMALL_TOOLS}}), 0)
+    stubs = json.loads(answer.data)["result"]["tools"]  # type: ignore[union-attr]
+    assert stubs[0] == {"name": "issues_create", "description": "Create an issue in a project."}
+
+
+# --- real processes ---------------------------------------------------------------------------
+
+
+def proxy_params(*upstream: str, timeout: float = 30) -> StdioServerParameters:
+    args = ["-m", "lazymcp", "proxy", "--timeout", str(timeout), "--", *upstream]
+    return StdioServerParameters(command=sys.executable, args=args)
+
+
+@pytest.mark.anyio
+@pytest.mark.requirement("LT-16")
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_changing_upstream_reaches_the_client_as_list_changed(mode: str) -> None:
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    params = proxy_params(sys.executable, str(SERVERS / "changing_server.py"))
+    with anyio.fail_after(TIMEOUT):
+        async with LazyClient(params, mode=mode, message_handler=on_message) as client:
+            assert [stub["name"] for stub in await client.list_stubs()] == ["grow"]
+            if mode == "legacy":
+                await client.call_tool("grow", {})
+                await changed.wait()
+            else:
+                async with client.client.listen(tools_list_changed=True) as subscription:
+                    await client.call_tool("grow", {})
+                    async for _event in subscription:
+                        break
+            stubs = await client.list_stubs()
+            described = await client.describe("extra_1")
+            called = await client.call_tool("extra_1", {"text": "hi"})
+    assert [stub["name"] for stub in stubs] == ["grow", "extra_1"]
+    assert described["description"] == "Extra tool number 1. Added at runtime."
+    assert called.content[0].text == "extra_1: hi"  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_lazy_upstream_behind_the_proxy_still_hands_over_full_tools(mode: str, tmp_path: Path) -> None:
+    catalog = tmp_path / "tools.json"
+    catalog.write_text(json.dumps(SMALL_TOOLS))
+    upstream = [sys.executable, "-m", "lazymcp", "serve", "--catalog", str(catalog)]
+    with anyio.fail_after(TIMEOUT):
+        async with LazyClient(proxy_params(*upstream), mode=mode) as client:
+            full = await client.list_full()
+            result = await client.call_tool("echo", {"text": "x"})
+        async with Client(proxy_params(*upstream), mode=mode) as stock:
+            listing = await stock.list_tools()
+    assert json.dumps(full) == json.dumps(SMALL_TOOLS)
+    assert result.content[0].text == '{"text":"x"}'  # type: ignore[union-attr]
+    assert [tool.name for tool in listing.tools] == ["describe_tools", *(tool["name"] for tool in SMALL_TOOLS)]
+
+
+class Peer:
+    """A raw JSON-RPC client on the proxy's pipes: exact frames, exit code and stderr."""
+
+    def __init__(self, process: Process) -> None:
+        self.process = process
+        assert process.stdout is not None and process.stdin is not None
+        self.out = BufferedByteReceiveStream(process.stdout)
+        self.count = 0
+
+    async def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send(line(message) + b"\n")
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.count += 1
+        await self.send({"jsonrpc": "2.0", "id": self.count, "method": method, "params": params or {}})
+        while True:
+            message = json.loads(await self.out.receive_until(b"\n", 1 << 24))
+            if message.get("id") == self.count and "method" not in message:
+                return message
+
+    async def handshake(self) -> None:
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "peer", "version": "1"}}
+        assert "result" in await self.request("initialize", init)
+        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    async def stderr(self) -> str:
+        assert self.process.stderr is not None
+        chunks = [chunk async for chunk in self.process.stderr]
+        return b"".join(chunks).decode()
+
+
+@asynccontextmanager
+async def raw_proxy(*upstream: str, upstream_timeout: float = 30) -> AsyncIterator[Peer]:
+    command = [sys.executable, "-m", "lazymcp", "proxy", "--timeout", str(upstream_timeout), "--", *upstream]
+    async with await anyio.open_process(command) as process:
+        yield Peer(process)
+
+
+FAULTY = (sys.executable, str(SERVERS / "faulty_server.py"))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("tool", "upstream_timeout", "cause"),
+    [
+        ("die", 30, "exited with code 3"),
+        ("hang", 2, "did not answer tools/call within 2 s"),
+        ("garbage", 30, "not JSON-RPC"),
+    ],
+)
+async def test_an_upstream_fault_answers_the_request_in_flight_and_exits_nonzero(
+    tool: str, upstream_timeout: float, cause: str
+) -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with raw_proxy(*FAULTY, upstream_timeout=upstream_timeout) as peer:
+            await peer.handshake()
+            assert (await peer.request("tools/call", {"name": "ok", "arguments": {"text": "fine"}}))["result"]
+            answer = await peer.request("tools/call", {"name": tool, "arguments": {}})
+            code = await peer.process.wait()
+            stderr = await peer.stderr()
+    assert answer["error"]["code"] == -32000
+    assert cause in answer["error"]["data"]["reason"]
+    assert code == 1
+    assert cause in stderr
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("upstream", [("/nonexistent/mcp-server",), (*FAULTY, "--fail-at-start")])
+async def test_an_upstream_that_cannot_start_is_reported_and_nothing_hangs(upstream: tuple[str, ...]) -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with raw_proxy(*upstream) as peer:
+            try:
+                await peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+                reply = await peer.out.receive_until(b"\n", 1 << 20)
+            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
+                reply = b""  # the proxy had already gone: the client sees its pipe close
+            code = await peer.process.wait()
+            stderr = await peer.stderr()
+    assert code == 1
+    assert reply == b"" or json.loads(reply)["error"]["code"] == -32000
+    assert "cannot start" in stderr or "exited with code 7" in stderr
+
+
+@pytest.mark.anyio
+async def test_the_proxy_exits_cleanly_when_the_client_leaves() -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with raw_proxy(*FAULTY) as peer:
+            await peer.handshake()
+            assert peer.process.stdin is not None
+            await peer.process.stdin.aclose()
+            assert await peer.process.wait() == 0
