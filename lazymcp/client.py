@@ -55,11 +55,18 @@ class LazyClient:
 
     async def __aenter__(self) -> Self:
         await self._stack.enter_async_context(self.client)
-        extensions: dict[str, Any] = self.client.server_capabilities.extensions or {}
-        if EXT_ID not in extensions and self.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            # A client told to adopt 2026-07-28 without probing has no capabilities yet: ask.
-            discovered = await raw_request(self.session, "server/discover")
-            extensions = discovered.get("capabilities", {}).get("extensions") or {}
+        try:
+            extensions: dict[str, Any] = self.client.server_capabilities.extensions or {}
+            if EXT_ID not in extensions and self.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                # A client told to adopt 2026-07-28 without probing has no capabilities yet: ask.
+                try:
+                    discovered = await raw_request(self.session, "server/discover")
+                except MCPError:
+                    discovered = {}  # a server (or a bridge) that cannot discover: no advertisement
+                extensions = discovered.get("capabilities", {}).get("extensions") or {}
+        except BaseException:
+            await self._stack.aclose()
+            raise
         self._settings = dict(extensions[EXT_ID]) if isinstance(extensions.get(EXT_ID), dict) else None
         return self
 
@@ -112,7 +119,8 @@ class LazyClient:
 
     async def _full_index(self) -> dict[str, Tool]:
         if self._full is None:
-            self._full = {tool["name"]: tool for tool in await self._all_pages({})}
+            # lazy=false: harmless to a server without the extension, and right for one that did not say it has it
+            self._full = {tool["name"]: tool for tool in await self._all_pages({"lazy": False})}
         return self._full
 
     async def describe(self, name: str) -> Tool:

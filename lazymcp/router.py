@@ -16,6 +16,14 @@ upstream broke the protocol. The I/O adapter carries these out and does nothing 
   first request (2026-07-28, where the proxy also opens its own ``subscriptions/listen``). An upstream
   ``notifications/tools/list_changed`` starts a refetch, and the notification reaches the client only
   once the new catalog is in place, so a client that re-lists at once never sees the old one.
+- Eras. Each side's protocol era is learnt from its first messages (a client's ``initialize`` or
+  request envelope; the upstream's answer to ``server/discover``). When both speak the same era, the
+  rules above are all there is. When a 2026-07-28 client meets a 2025-11-25-only upstream, the proxy
+  bridges: it performs the upstream's handshake itself, strips the request envelope on the way up,
+  shapes results as a 2026 server would on the way down (``lazymcp.eras``), answers ``server/discover``
+  and ``subscriptions/listen`` itself, and turns the upstream's change notifications into events on the
+  client's listen streams. Requests from the upstream to the client cannot cross into 2026-07-28, where
+  servers make none; the proxy declares no client capabilities upstream and refuses any that come.
 - The proxy's own requests carry ids of the form ``lazymcp-N``; their answers never reach the client.
 - Every client request forwarded upstream is tracked until its one response passes back. When the
   upstream dies, hangs past the timeout, or writes garbage, ``upstream_failed`` answers each tracked
@@ -29,20 +37,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from lazymcp import jsonrpc
+from lazymcp import eras, jsonrpc
 from lazymcp.catalog import Catalog
+from lazymcp.eras import (
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    PROTOCOL_VERSION_KEY,
+    SERVER_INFO_KEY,
+    SUBSCRIPTION_ID_KEY,
+)
+from lazymcp.eras import MODERN as MODERN_VERSION
 from lazymcp.errors import CatalogError, LazyMCPError
 from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId, id_key
 from lazymcp.messages import EXT_ID, Tool
 from lazymcp.methods import METHODS, call_meta_tool, check_call, list_tools, parse_list_params, resolve_shape
 from lazymcp.options import Options
 
-PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
-CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
-CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
-SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
-SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
-MODERN_VERSION = "2026-07-28"
+LEGACY_VERSION = "2025-11-25"
 MAX_PAGES = 10_000
 TOOL_METHODS = frozenset({"tools/list", "tools/call", *METHODS})
 
@@ -74,6 +85,7 @@ class _Pending:
     request_id: RequestId
     method: str
     deadline: float
+    bridged: bool = False
 
 
 def _meta(params: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -107,6 +119,8 @@ class Router:
 
     catalog: Catalog | None = None
     era: Era | None = None
+    """The client's protocol era."""
+    upstream_era: Era | None = None
     failed: str | None = None
     _declared: bool = False  # the 2025 client declared the extension at initialize
     _init_key: tuple[str, object] | None = None
@@ -120,6 +134,15 @@ class Router:
     _waiting: list[tuple[Message, bytes]] = field(default_factory=lambda: [])
     _held: list[bytes] = field(default_factory=lambda: [])
     _envelope: dict[str, Any] = field(default_factory=lambda: {})  # 2026 hints and serverInfo of the upstream
+    _probing: bool = False
+    _queued: list[bytes] = field(default_factory=lambda: [])  # client lines waiting for the upstream's era
+    _upstream_init: dict[str, Any] = field(default_factory=lambda: {})  # a bridged upstream's initialize result
+    _listens: dict[tuple[str, object], tuple[RequestId, frozenset[str]]] = field(default_factory=lambda: {})
+
+    @property
+    def bridging(self) -> bool:
+        """A 2026-07-28 client in front of a 2025-11-25 upstream."""
+        return self.era == "modern" and self.upstream_era == "legacy"
 
     # --- client -> server ----------------------------------------------------------------------
 
@@ -142,9 +165,14 @@ class Router:
         params = _params(message)
         if self.era is None:
             if method == "initialize":
-                self.era = "legacy"
+                self.era = self.upstream_era = "legacy"
             elif PROTOCOL_VERSION_KEY in _meta(params) and method != "server/discover":
                 self.era = "modern"
+        if self._upstream_pending():
+            self._queued.append(line)  # nothing goes up before the upstream's era is known and met
+            return self._probe(now)
+        if self.bridging:
+            return self._bridge_request(message, params, line, now)
         if method == "initialize":
             self._declared = _declares(params.get("capabilities"))
             self._init_key = id_key(request_id)
@@ -156,8 +184,15 @@ class Router:
         return self._forward(request_id, method, line, now)
 
     def _client_notification(self, message: Message, line: bytes, now: float) -> list[Action]:
-        actions: list[Action] = [ToServer(line)]
+        if self._upstream_pending():
+            self._queued.append(line)
+            return []
         method = message.get("method")
+        if self.bridging:
+            if method == "notifications/cancelled":
+                self._listens.pop(id_key(_params(message).get("requestId")), None)
+            line = jsonrpc.encode({**message, "params": eras.legacy_params(_params(message))})
+        actions: list[Action] = [ToServer(line)]
         if method == "notifications/initialized" and self.era == "legacy":
             actions += self._start_fetch(now)
         elif method == "notifications/cancelled":
@@ -167,8 +202,31 @@ class Router:
 
     def _forward(self, request_id: RequestId, method: str, line: bytes, now: float) -> list[Action]:
         deadline = now + self.timeout if self.timeout else float("inf")
-        self._in_flight[id_key(request_id)] = _Pending(request_id, method, deadline)
+        self._in_flight[id_key(request_id)] = _Pending(request_id, method, deadline, self.bridging)
+        if self.bridging:  # the envelope stays behind: a 2025 server does not know it
+            message = jsonrpc.parse(line)
+            line = jsonrpc.encode({**message, "params": eras.legacy_params(_params(message))})
         return [ToServer(line)]
+
+    def _bridge_request(self, message: Message, params: dict[str, Any], line: bytes, now: float) -> list[Action]:
+        """A 2026 client's request to a 2025 upstream: answered here, or forwarded without its envelope."""
+        request_id: RequestId = message["id"]
+        method: str = message["method"]
+        if method == "server/discover":
+            capabilities = self._advertise(self._upstream_init)["capabilities"]
+            return [ToClient(jsonrpc.result_line(request_id, eras.discover_result(self._upstream_init, capabilities)))]
+        if method == "subscriptions/listen":
+            wanted = _field(params, "notifications")
+            honored = frozenset(key for key in eras.LIST_CHANGED.values() if _field(wanted, key) is True)
+            self._listens[id_key(request_id)] = (request_id, honored)
+            ack = {"notifications": dict.fromkeys(sorted(honored), True), "_meta": {SUBSCRIPTION_ID_KEY: request_id}}
+            return [ToClient(jsonrpc.notification_line("notifications/subscriptions/acknowledged", ack))]
+        if method in TOOL_METHODS:
+            if self.catalog is None:
+                self._waiting.append((message, line))
+                return []
+            return self._answer(message, line, now)
+        return self._forward(request_id, method, line, now)
 
     def _answer(self, message: Message, line: bytes, now: float) -> list[Action]:
         """Serve a tool method from the catalog, or forward a ``tools/call`` that is the upstream's to run."""
@@ -234,9 +292,12 @@ class Router:
             return [Fail(f"the upstream wrote a line that is not JSON-RPC ({exc}): {line[:80]!r}")]
         method = message.get("method")
         if method is not None:
-            if "id" in message:  # a request to the client: sampling, elicitation, roots, ping
-                return [ToClient(line)]
-            return self._server_notification(message, line, now)
+            if "id" not in message:
+                return self._server_notification(message, line, now)
+            if self.bridging:  # a 2026 client takes no requests from its server
+                refusal = "the client speaks 2026-07-28, where servers send clients no requests"
+                return [ToServer(jsonrpc.error_line(message["id"], -32601, f"Method not found: {refusal}"))]
+            return [ToClient(line)]  # a request to the client: sampling, elicitation, roots, ping
         request_id = message.get("id")
         if isinstance(request_id, str) and request_id in self._own:
             return self._own_response(request_id, message, now)
@@ -245,8 +306,13 @@ class Router:
         if pending is None:
             return []  # already answered (timed out, cancelled) or never asked: never a duplicate
         result = message.get("result")
+        if pending.method == "server/discover" and self.upstream_era is None:
+            self.upstream_era = "modern" if isinstance(result, dict) else "legacy"
         if isinstance(result, dict) and (key == self._init_key or pending.method == "server/discover"):
             return [ToClient(jsonrpc.encode({**message, "result": self._advertise(cast(dict[str, Any], result))}))]
+        if pending.bridged and isinstance(result, dict):
+            shaped = eras.modern_result(pending.method, cast(dict[str, Any], result), self._envelope.get("serverInfo"))
+            return [ToClient(jsonrpc.encode({**message, "result": shaped}))]
         return [ToClient(line)]
 
     def _server_notification(self, message: Message, line: bytes, now: float) -> list[Action]:
@@ -259,7 +325,24 @@ class Router:
             return self._start_fetch(now)
         if own_stream:
             return []  # the acknowledgement of the proxy's own subscription
+        if self.bridging and isinstance(method, str) and method in eras.LIST_CHANGED:
+            return self._to_listeners(method)
         return [ToClient(line)]
+
+    def _to_listeners(self, method: str) -> list[Action]:
+        """A change notification as an event on each 2026 listen stream that asked for it."""
+        key = eras.LIST_CHANGED[method]
+        return [
+            ToClient(jsonrpc.notification_line(method, {"_meta": {SUBSCRIPTION_ID_KEY: request_id}}))
+            for request_id, honored in self._listens.values()
+            if key in honored
+        ]
+
+    def _release_held(self) -> list[Action]:
+        held, self._held = self._held, []
+        if self.bridging:
+            return self._to_listeners("notifications/tools/list_changed") if held else []
+        return [ToClient(line) for line in held]
 
     def _advertise(self, result: dict[str, Any]) -> dict[str, Any]:
         """Add the extension to an ``initialize`` or ``server/discover`` result (LT-02)."""
@@ -271,10 +354,10 @@ class Router:
 
     # --- the catalog ---------------------------------------------------------------------------
 
-    def _own_request(self, method: str, params: dict[str, Any], now: float) -> ToServer:
+    def _own_request(self, method: str, params: dict[str, Any], now: float, *, modern: bool | None = None) -> ToServer:
         self._own_count += 1
         request_id = f"lazymcp-{self._own_count}"
-        if self.era == "modern":
+        if modern if modern is not None else self.upstream_era == "modern":
             params = {
                 **params,
                 "_meta": {
@@ -295,7 +378,7 @@ class Router:
         self._pages = []
         # lazy=false: an upstream that is itself lazy must hand over its full tools.
         actions: list[Action] = [self._own_request("tools/list", {"lazy": False}, now)]
-        if self.era == "modern" and self._listen_id is None:
+        if self.upstream_era == "modern" and self._listen_id is None:
             listen = self._own_request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, now)
             self._listen_id = f"lazymcp-{self._own_count}"
             self._own[self._listen_id].deadline = float("inf")  # a stream: answered only when it ends
@@ -304,6 +387,10 @@ class Router:
 
     def _own_response(self, request_id: str, message: Message, now: float) -> list[Action]:
         pending = self._own.pop(request_id)
+        if pending.method == "server/discover":
+            return self._probed(message, now)
+        if pending.method == "initialize":
+            return self._upstream_initialized(message, now)
         if pending.method != "tools/list":
             return []  # the proxy's listen stream ended
         result = message.get("result")
@@ -315,7 +402,7 @@ class Router:
         if not isinstance(tools, list):
             return self._fetch_failed("the upstream's tools/list result has no 'tools' list")
         self._pages.extend(cast(list[Tool], tools))
-        if self.era == "modern":
+        if self.upstream_era == "modern":
             self._remember_envelope(result)
         cursor = result.get("nextCursor")
         if isinstance(cursor, str) and cursor and len(self._pages) < MAX_PAGES * 1000:
@@ -325,14 +412,58 @@ class Router:
         except CatalogError as exc:
             return self._fetch_failed(f"the upstream's tools cannot be served: {exc.message}")
         self._fetching = False
-        actions: list[Action] = [ToClient(line) for line in self._held]
-        self._held = []
+        actions = self._release_held()
         waiting, self._waiting = self._waiting, []
         for waiting_message, waiting_line in waiting:
             actions += self._answer(waiting_message, waiting_line, now)
         if self._refetch:
             self._refetch = False
             actions += self._start_fetch(now)
+        return actions
+
+    def _upstream_pending(self) -> bool:
+        """Is a 2026 client waiting for the upstream's era to be learnt, or for the bridge's handshake?"""
+        if self.era != "modern":
+            return False
+        return self.upstream_era is None or (self.upstream_era == "legacy" and not self._upstream_init)
+
+    def _probe(self, now: float) -> list[Action]:
+        """Learn the upstream's era, then (for a 2025 upstream) perform its handshake; once."""
+        if self._probing:
+            return []
+        self._probing = True
+        if self.upstream_era is None:
+            return [self._own_request("server/discover", {}, now, modern=True)]
+        return self._initialize_upstream(now)
+
+    def _probed(self, message: Message, now: float) -> list[Action]:
+        if isinstance(message.get("result"), dict):
+            self.upstream_era = "modern"
+            return self._replay(now)
+        self.upstream_era = "legacy"
+        return self._initialize_upstream(now)
+
+    def _initialize_upstream(self, now: float) -> list[Action]:
+        """The bridge: the proxy becomes the 2025 upstream's client (with no client capabilities)."""
+        init = {"protocolVersion": LEGACY_VERSION, "capabilities": {}, "clientInfo": self.client_info}
+        return [self._own_request("initialize", init, now, modern=False)]
+
+    def _upstream_initialized(self, message: Message, now: float) -> list[Action]:
+        result = message.get("result")
+        if not isinstance(result, dict):
+            detail = _field(message.get("error"), "message") or "no result"
+            return self.upstream_failed(f"the upstream refused the proxy's initialize: {detail}")
+        self._upstream_init = cast(dict[str, Any], result)
+        if "serverInfo" in self._upstream_init:
+            self._envelope["serverInfo"] = self._upstream_init["serverInfo"]
+        actions: list[Action] = [ToServer(jsonrpc.notification_line("notifications/initialized"))]
+        return actions + self._start_fetch(now) + self._replay(now)
+
+    def _replay(self, now: float) -> list[Action]:
+        queued, self._queued = self._queued, []
+        actions: list[Action] = []
+        for line in queued:
+            actions += self.from_client(line, now)
         return actions
 
     def _remember_envelope(self, result: dict[str, Any]) -> None:
@@ -361,6 +492,11 @@ class Router:
             self.failed = reason
         owed = [pending.request_id for pending in self._in_flight.values()]
         owed += [message["id"] for message, _ in self._waiting]
+        for line in self._queued:
+            queued = jsonrpc.parse(line)
+            if "id" in queued and "method" in queued:
+                owed.append(queued["id"])
+        self._queued.clear()
         self._in_flight.clear()
         self._waiting.clear()
         self._own.clear()

@@ -286,3 +286,83 @@ async def test_the_proxy_exits_cleanly_when_the_client_leaves() -> None:
             assert peer.process.stdin is not None
             await peer.process.stdin.aclose()
             assert await peer.process.wait() == 0
+
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def test_a_modern_client_before_a_legacy_upstream_is_bridged() -> None:
+    router = Router()
+    request = {"jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": {"_meta": MODERN_META}}
+    [probe] = router.from_client(line(request), 0)
+    probe_message = json.loads(probe.data)  # type: ignore[union-attr]
+    assert probe_message["method"] == "server/discover"
+    not_found = {"jsonrpc": "2.0", "id": probe_message["id"], "error": {"code": -32601, "message": "Method not found"}}
+    [init] = router.from_server(line(not_found), 0)
+    init_message = json.loads(init.data)  # type: ignore[union-attr]
+    assert init_message["method"] == "initialize" and init_message["params"]["capabilities"] == {}
+    init_result = {"protocolVersion": "2025-11-25", "capabilities": {"prompts": {}}, "serverInfo": {"name": "old"}}
+    actions = router.from_server(line({"jsonrpc": "2.0", "id": init_message["id"], "result": init_result}), 0)
+    sent = [json.loads(action.data) for action in actions]  # type: ignore[union-attr]
+    assert [m.get("method") for m in sent] == ["notifications/initialized", "tools/list", "prompts/list"]
+    assert sent[2] == {"jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": {}}  # no envelope upstream
+    assert router.bridging
+    [answer] = router.from_server(line({"jsonrpc": "2.0", "id": 1, "result": {"prompts": []}}), 0)
+    result = json.loads(answer.data)["result"]  # type: ignore[union-attr]
+    assert result == {
+        "cacheScope": "private",
+        "prompts": [],
+        "resultType": "complete",
+        "ttlMs": 0,
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "old"}},
+    }
+
+
+def test_a_bridged_listen_stream_gets_the_upstreams_list_changed() -> None:
+    router = Router()
+    router.era, router.upstream_era = "modern", "legacy"
+    router._upstream_init = {"capabilities": {"tools": {}}}  # pyright: ignore[reportPrivateUsage]
+    [fetch] = router._start_fetch(0)  # pyright: ignore[reportPrivateUsage]
+    own = json.loads(fetch.data)  # type: ignore[union-attr]
+    router.from_server(line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": SMALL_TOOLS}}), 0)
+    listen = {"notifications": {"toolsListChanged": True}, "_meta": MODERN_META}
+    [ack] = router.from_client(line({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": listen}), 0)
+    assert json.loads(ack.data)["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 9}  # type: ignore[union-attr]
+    [refetch] = router.from_server(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}', 0)
+    own = json.loads(refetch.data)  # type: ignore[union-attr]
+    [event] = router.from_server(line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": SMALL_TOOLS[:1]}}), 0)
+    assert json.loads(event.data) == {  # type: ignore[union-attr]
+        "jsonrpc": "2.0",
+        "method": "notifications/tools/list_changed",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 9}},
+    }
+    sampling = b'{"jsonrpc":"2.0","id":4,"method":"sampling/createMessage","params":{}}'
+    [refusal] = router.from_server(sampling, 0)
+    assert isinstance(refusal, ToServer) and json.loads(refusal.data)["error"]["code"] == -32601
+
+
+@pytest.mark.anyio
+async def test_a_2026_client_reaches_a_2025_only_node_server_through_the_bridge(everything_command: list[str]) -> None:
+    params = proxy_params(*everything_command)
+    with anyio.fail_after(60):
+        async with Client(params, mode="2026-07-28") as client:
+            version = client.protocol_version
+            listing = await client.list_tools()
+            echoed = await client.call_tool("echo", {"message": "across eras"})
+            prompt = await client.get_prompt("args-prompt", {"city": "Lima"})
+            resources = await client.list_resources()
+            contents = await client.read_resource(resources.resources[0].uri)
+        async with LazyClient(params, mode="2026-07-28") as lazy:
+            stubs = await lazy.list_stubs()
+            summed = await lazy.call_tool("get-sum", {"a": 2, "b": 3})
+    assert version == "2026-07-28"
+    assert listing.tools[0].name == "describe_tools" and listing.tools[1].input_schema == {"type": "object"}
+    assert echoed.content[0].text == "Echo: across eras"  # type: ignore[union-attr]
+    assert "Lima" in prompt.messages[0].content.text  # type: ignore[union-attr]
+    assert contents.contents[0].uri == resources.resources[0].uri
+    assert "echo" in [stub["name"] for stub in stubs]
+    assert summed.content[0].text == "The sum of 2 and 3 is 5."  # type: ignore[union-attr]
