@@ -62,9 +62,11 @@ def _parser() -> argparse.ArgumentParser:
 
     proxy = commands.add_parser(
         "proxy",
-        help="make any MCP server lazy: lazymcp proxy [options] -- COMMAND ARGS...",
-        usage="lazymcp proxy [options] -- COMMAND ARGS...",
+        help="make any MCP server lazy: lazymcp proxy [options] (-- COMMAND ARGS... | --url URL)",
+        usage="lazymcp proxy [options] (-- COMMAND ARGS... | --url URL)",
     )
+    proxy.add_argument("--url", help="a streamable-HTTP upstream server, instead of a command after --")
+    proxy.add_argument("--http", metavar="HOST:PORT", type=_host_port, help="serve clients streamable HTTP at /mcp")
     proxy.add_argument(
         "--timeout",
         type=float,
@@ -123,13 +125,13 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _proxy(args: argparse.Namespace, command: list[str]) -> int:
-    from lazymcp.proxy import run_stdio_proxy
+    from lazymcp.proxy import run_proxy
 
-    if not command:
-        print("lazymcp: error: give the upstream server's command after --", file=sys.stderr)
+    if bool(command) == bool(args.url):
+        print("lazymcp: error: give the upstream as a command after -- or as --url URL (one of them)", file=sys.stderr)
         return 2
     try:
-        return run_stdio_proxy(command, _options(args), timeout=args.timeout)
+        return run_proxy(command or args.url, _options(args), timeout=args.timeout, http=args.http)
     except KeyboardInterrupt:
         return 130
 

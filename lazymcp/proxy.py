@@ -205,3 +205,19 @@ def run_stdio_proxy(command: Sequence[str], options: Options | None = None, *, t
         return await StdioProxy(command, router).run()
 
     return asyncio.run(main())
+
+
+def run_proxy(
+    upstream: Sequence[str] | str,
+    options: Options | None = None,
+    *,
+    timeout: float | None = 300.0,
+    http: tuple[str, int] | None = None,
+) -> int:
+    """Run the proxy: ``upstream`` is a command (stdio) or a URL (streamable HTTP); clients come over
+    this process's stdio, or streamable HTTP at ``http`` (host, port)."""
+    if isinstance(upstream, str) or http is not None:
+        from lazymcp.proxy_http import run_http_proxy
+
+        return run_http_proxy(upstream, options, timeout=timeout, http=http)
+    return run_stdio_proxy(upstream, options, timeout=timeout)
