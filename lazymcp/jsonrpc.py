@@ -5,7 +5,7 @@ A line here is one message without its terminating newline; whoever writes it ad
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -77,3 +77,14 @@ def notification_line(method: str, params: dict[str, Any] | None = None) -> byte
 INVALID_REQUEST = -32600
 PARSE_ERROR = -32700
 UPSTREAM = ErrorCode.UPSTREAM_ERROR
+
+
+def field(value: object, key: str) -> object:
+    """``value[key]`` when ``value`` is a JSON object, else None."""
+    return cast(dict[str, object], value).get(key) if isinstance(value, dict) else None
+
+
+def params_meta(message: Message) -> dict[str, object]:
+    """The ``params._meta`` object of a message ({} when absent)."""
+    meta = field(message.get("params"), "_meta")
+    return cast(dict[str, object], meta) if isinstance(meta, dict) else {}

@@ -1,7 +1,10 @@
-"""``lazymcp proxy``: the I/O around ``Router``, for an upstream server spawned over stdio.
+"""``lazymcp proxy``: the I/O around ``Router``.
 
-The loop only moves bytes: it splits what arrives into lines, hands each line to the router, and
-writes what the router returns. It uses asyncio's protocol callbacks rather than stream tasks, so a
+A ``Session`` is one client and one upstream with a router between them. The upstream is a spawned
+process (``ProcessUpstream``, stdio) or a streamable-HTTP server (``lazymcp.proxy_http``); the client
+is this process's stdio (``StdioProxy``) or an HTTP session (``lazymcp.proxy_http``). The loop only
+moves bytes: it splits what arrives into lines, hands each line to the router, and writes what the
+router returns. The stdio paths use asyncio's protocol callbacks rather than stream tasks, so a
 message crosses the proxy in one callback with no task switch: a ``tools/call`` round trip through it
 costs little more than a plain byte relay.
 """
@@ -11,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any, Protocol
 
+from lazymcp.errors import UpstreamError
 from lazymcp.options import Options
 from lazymcp.router import Action, Fail, Router, ToClient, ToServer
 
@@ -21,11 +25,25 @@ EXPIRE_EVERY = 0.25
 SHUTDOWN_GRACE = 2.0
 """Seconds the upstream gets to exit after its stdin closes, before it is terminated."""
 
+LineSink = Callable[[bytes], None]
+
+
+class Upstream(Protocol):
+    """Where the server is: started once, fed lines, reporting its lines and its end."""
+
+    async def start(self, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
+        """Connect. Raises ``UpstreamError`` when the server cannot be reached or started."""
+        ...
+
+    def send(self, line: bytes) -> None: ...
+
+    async def stop(self) -> None: ...
+
 
 class _Lines(asyncio.Protocol):
     """Split a byte stream into lines and hand each to ``on_line``; report the end to ``on_eof``."""
 
-    def __init__(self, on_line: Callable[[bytes], None], on_eof: Callable[[], None]) -> None:
+    def __init__(self, on_line: LineSink, on_eof: Callable[[], None]) -> None:
         self._on_line = on_line
         self._on_eof = on_eof
         self._pending = b""
@@ -51,10 +69,10 @@ class _Lines(asyncio.Protocol):
         self._on_eof()
 
 
-class _Upstream(asyncio.SubprocessProtocol):
-    def __init__(self, proxy: StdioProxy) -> None:
-        self.lines = _Lines(proxy.from_server, proxy.upstream_closed_stdout)
-        self.proxy = proxy
+class _ChildPipes(asyncio.SubprocessProtocol):
+    def __init__(self, upstream: ProcessUpstream) -> None:
+        self.upstream = upstream
+        self.lines = _Lines(upstream.on_line, upstream.closed_stdout)
         self.exited = asyncio.Event()
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
@@ -67,108 +85,56 @@ class _Upstream(asyncio.SubprocessProtocol):
 
     def process_exited(self) -> None:
         self.exited.set()
-        self.proxy.upstream_exited()
+        self.upstream.exited()
 
 
-class StdioProxy:
-    """One proxy session: the client on this process's stdin/stdout, the upstream a child process."""
+class ProcessUpstream:
+    """A server spawned as a child process, over its stdin and stdout; its stderr is ours."""
 
-    def __init__(self, command: Sequence[str], router: Router) -> None:
+    def __init__(self, command: Sequence[str]) -> None:
         self.command = list(command)
-        self.router = router
-        self.loop = asyncio.get_running_loop()
-        self.done: asyncio.Future[int] = self.loop.create_future()
-        self._client_out: asyncio.WriteTransport | None = None
-        self._upstream: asyncio.SubprocessTransport | None = None
-        self._protocol: _Upstream | None = None
-        self._upstream_in: asyncio.WriteTransport | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self.on_line: LineSink = lambda line: None
+        self._on_gone: Callable[[str], None] = lambda reason: None
+        self._transport: asyncio.SubprocessTransport | None = None
+        self._protocol: _ChildPipes | None = None
+        self._stdin: asyncio.WriteTransport | None = None
 
-    async def run(self, stdin: Any = None, stdout: Any = None) -> int:
-        """Serve until the client leaves (0) or the upstream fails (1)."""
-        stdin = stdin if stdin is not None else sys.stdin.buffer
-        stdout = stdout if stdout is not None else sys.stdout.buffer
-        writer, _ = await self.loop.connect_write_pipe(asyncio.Protocol, stdout)
-        self._client_out = writer
+    async def start(self, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
+        self.on_line, self._on_gone = on_line, on_gone
+        loop = asyncio.get_running_loop()
         try:
-            transport, _protocol = await self.loop.subprocess_exec(
-                lambda: _Upstream(self),
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _ChildPipes(self),
                 *self.command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
-                stderr=None,  # the upstream's stderr is ours
+                stderr=None,
             )
         except OSError as exc:
-            _say(f"cannot start the upstream server {self.command[0]!r}: {exc.strerror or exc}")
-            return 1
-        self._upstream = transport
-        self._protocol = _protocol
-        self._upstream_in = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))
-        client_in, _ = await self.loop.connect_read_pipe(lambda: _Lines(self.from_client, self.client_gone), stdin)
-        self._schedule_expiry()
-        try:
-            return await self.done
-        finally:
-            if self._timer is not None:
-                self._timer.cancel()
-            client_in.close()
-            await self._stop_upstream()
-            await self._drain_client()
+            reason = exc.strerror or exc
+            raise UpstreamError(f"cannot start the upstream server {self.command[0]!r}: {reason}") from None
+        self._transport, self._protocol = transport, protocol
+        self._stdin = transport.get_pipe_transport(0)  # pyright: ignore[reportAttributeAccessIssue]
 
-    # --- callbacks ---------------------------------------------------------------------------
+    def send(self, line: bytes) -> None:
+        if self._stdin is not None and not self._stdin.is_closing():
+            self._stdin.writelines((line, b"\n"))
 
-    def from_client(self, line: bytes) -> None:
-        self._carry_out(self.router.from_client(line, self.loop.time()))
+    def exited(self) -> None:
+        code = self._transport.get_returncode() if self._transport is not None else None
+        self._on_gone(f"the upstream server exited with code {code}")
 
-    def from_server(self, line: bytes) -> None:
-        if not self.done.done():
-            self._carry_out(self.router.from_server(line, self.loop.time()))
-
-    def client_gone(self) -> None:
-        if not self.done.done():
-            self.done.set_result(0)
-
-    def upstream_exited(self) -> None:
-        code = self._upstream.get_returncode() if self._upstream is not None else None
-        self._fail(f"the upstream server exited with code {code}")
-
-    def upstream_closed_stdout(self) -> None:
+    def closed_stdout(self) -> None:
         # Usually the process is exiting: wait a moment so the report can give its exit code.
-        self.loop.call_later(0.5, self._fail, "the upstream server closed its stdout")
+        asyncio.get_running_loop().call_later(0.5, self._on_gone, "the upstream server closed its stdout")
 
-    def _carry_out(self, actions: list[Action]) -> None:
-        for action in actions:
-            if isinstance(action, ToClient):
-                if self._client_out is not None and not self._client_out.is_closing():
-                    self._client_out.writelines((action.data, b"\n"))
-            elif isinstance(action, ToServer):
-                if self._upstream_in is not None and not self._upstream_in.is_closing():
-                    self._upstream_in.writelines((action.data, b"\n"))
-            elif isinstance(action, Fail):  # pyright: ignore[reportUnnecessaryIsInstance]
-                self._fail(action.reason)
-                return
-
-    def _fail(self, reason: str) -> None:
-        if self.done.done():
-            return
-        self._carry_out(self.router.upstream_failed(reason))
-        _say(reason)
-        self.done.set_result(1)
-
-    def _schedule_expiry(self) -> None:
-        self._carry_out(self.router.expire(self.loop.time()))
-        if not self.done.done():
-            self._timer = self.loop.call_later(EXPIRE_EVERY, self._schedule_expiry)
-
-    # --- shutdown ----------------------------------------------------------------------------
-
-    async def _stop_upstream(self) -> None:
-        """Close the upstream's stdin; terminate it, then kill it, if it does not exit in time."""
-        transport, protocol = self._upstream, self._protocol
+    async def stop(self) -> None:
+        """Close the server's stdin; terminate it, then kill it, if it does not exit in time."""
+        transport, protocol = self._transport, self._protocol
         if transport is None or protocol is None:
             return
-        if self._upstream_in is not None:
-            self._upstream_in.close()
+        if self._stdin is not None:
+            self._stdin.close()
         for step in (None, transport.terminate, transport.kill):
             if protocol.exited.is_set():
                 break
@@ -183,26 +149,122 @@ class StdioProxy:
                 continue
         transport.close()
 
-    async def _drain_client(self) -> None:
-        out = self._client_out
-        if out is not None and not out.is_closing():
-            out.close()
+
+class Session:
+    """One client, one upstream, and the router between them."""
+
+    def __init__(self, router: Router, upstream: Upstream, to_client: LineSink) -> None:
+        self.router = router
+        self.upstream = upstream
+        self.to_client = to_client
+        self.loop = asyncio.get_running_loop()
+        self.done: asyncio.Future[int] = self.loop.create_future()
+        """Resolves to 0 when the client leaves, 1 when the upstream fails."""
+        self.failure: str | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def start(self) -> None:
+        """Start the upstream. Raises ``UpstreamError`` when it cannot start."""
+        await self.upstream.start(self.from_server, self.upstream_gone)
+        self._expire()
+
+    def from_client(self, line: bytes) -> None:
+        self._carry_out(self.router.from_client(line, self.loop.time()))
+
+    def from_server(self, line: bytes) -> None:
+        if not self.done.done():
+            self._carry_out(self.router.from_server(line, self.loop.time()))
+
+    def client_gone(self) -> None:
+        if not self.done.done():
+            self.done.set_result(0)
+
+    def upstream_gone(self, reason: str) -> None:
+        self.fail(reason)
+
+    def fail(self, reason: str) -> None:
+        """Answer what is owed, report the cause, and end the session with status 1."""
+        if self.done.done():
+            return
+        self.failure = reason
+        self._carry_out(self.router.upstream_failed(reason))
+        say(reason)
+        self.done.set_result(1)
+
+    def _carry_out(self, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, ToClient):
+                self.to_client(action.data)
+            elif isinstance(action, ToServer):
+                self.upstream.send(action.data)
+            elif isinstance(action, Fail):  # pyright: ignore[reportUnnecessaryIsInstance]
+                self.fail(action.reason)
+                return
+
+    def _expire(self) -> None:
+        self._carry_out(self.router.expire(self.loop.time()))
+        if not self.done.done():
+            self._timer = self.loop.call_later(EXPIRE_EVERY, self._expire)
+
+    async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if not self.done.done():
+            self.done.set_result(0)
+        await self.upstream.stop()
+
+
+class StdioProxy:
+    """The client on this process's stdin and stdout."""
+
+    def __init__(self, upstream: Upstream, router: Router) -> None:
+        self.upstream = upstream
+        self.router = router
+        self._out: asyncio.WriteTransport | None = None
+
+    def _write(self, line: bytes) -> None:
+        if self._out is not None and not self._out.is_closing():
+            self._out.writelines((line, b"\n"))
+
+    async def run(self, stdin: Any = None, stdout: Any = None) -> int:
+        """Serve until the client leaves (0) or the upstream fails (1)."""
+        loop = asyncio.get_running_loop()
+        stdout = stdout if stdout is not None else sys.stdout.buffer
+        self._out, _ = await loop.connect_write_pipe(asyncio.Protocol, stdout)
+        session = Session(self.router, self.upstream, self._write)
+        try:
+            await session.start()
+        except UpstreamError as exc:
+            say(exc.message)
+            return 1
+        stdin = stdin if stdin is not None else sys.stdin.buffer
+        client_in, _ = await loop.connect_read_pipe(lambda: _Lines(session.from_client, session.client_gone), stdin)
+        try:
+            return await session.done
+        finally:
+            client_in.close()
+            await session.close()
+            self._out.close()
             await asyncio.sleep(0)
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
+    """Report on stderr, where the upstream's own stderr goes too."""
     print(f"lazymcp proxy: {message}", file=sys.stderr, flush=True)  # noqa: T201
+
+
+def make_router(options: Options | None, timeout: float | None) -> Router:
+    from lazymcp import __version__
+
+    info = {"name": "lazymcp-proxy", "version": __version__}
+    return Router(options or Options(), timeout=timeout or None, client_info=info)
 
 
 def run_stdio_proxy(command: Sequence[str], options: Options | None = None, *, timeout: float | None = 300.0) -> int:
     """Proxy this process's stdio to a spawned upstream; returns the exit status."""
-    from lazymcp import __version__
-
-    info = {"name": "lazymcp-proxy", "version": __version__}
-    router = Router(options or Options(), timeout=timeout or None, client_info=info)
 
     async def main() -> int:
-        return await StdioProxy(command, router).run()
+        return await StdioProxy(ProcessUpstream(command), make_router(options, timeout)).run()
 
     return asyncio.run(main())
 

@@ -366,3 +366,98 @@ async def test_a_2026_client_reaches_a_2025_only_node_server_through_the_bridge(
     assert contents.contents[0].uri == resources.resources[0].uri
     assert "echo" in [stub["name"] for stub in stubs]
     assert summed.content[0].text == "The sum of 2 and 3 is 5."  # type: ignore[union-attr]
+
+
+# --- over HTTP ----------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@asynccontextmanager
+async def listening(command: list[str], port: int) -> AsyncIterator[str]:
+    """A server process listening on ``port``; yields its URL once it accepts connections."""
+    async with await anyio.open_process(command, stdout=None, stderr=None) as process:
+        try:
+            with anyio.fail_after(TIMEOUT):
+                while True:
+                    try:
+                        stream = await anyio.connect_tcp("127.0.0.1", port)
+                    except OSError:
+                        await anyio.sleep(0.05)  # bounded by fail_after: the server is starting
+                        continue
+                    await stream.aclose()
+                    break
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            process.terminate()
+            with anyio.fail_after(10):
+                await process.wait()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_http_clients_reach_a_stdio_server_through_the_proxy(mode: str, everything_command: list[str]) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "lazymcp", "proxy", "--http", f"127.0.0.1:{port}", "--", *everything_command]
+    async with listening(command, port) as url:
+        with anyio.fail_after(60):
+            async with Client(url, mode=mode) as stock:
+                listing = await stock.list_tools()
+                echoed = await stock.call_tool("echo", {"message": "over http"})
+            async with LazyClient(url, mode=mode) as lazy, LazyClient(url, mode=mode) as other:
+                assert lazy.server_supports_lazy
+                stubs = await lazy.list_stubs()
+                # Two clients, the same request ids, at the same time: each gets its own answer.
+                async with anyio.create_task_group() as group:
+                    sums: dict[str, str] = {}
+
+                    async def add(client: LazyClient, a: int, key: str) -> None:
+                        result = await client.call_tool("get-sum", {"a": a, "b": 1})
+                        sums[key] = result.content[0].text  # type: ignore[union-attr]
+
+                    group.start_soon(add, lazy, 1, "first")
+                    group.start_soon(add, other, 100, "second")
+    assert listing.tools[0].name == "describe_tools"
+    assert echoed.content[0].text == "Echo: over http"  # type: ignore[union-attr]
+    assert all(set(stub) <= {"name", "description"} for stub in stubs)
+    assert sums == {"first": "The sum of 1 and 1 is 2.", "second": "The sum of 100 and 1 is 101."}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_the_proxy_makes_an_http_server_lazy(mode: str, tmp_path: Path) -> None:
+    catalog = tmp_path / "tools.json"
+    catalog.write_text(json.dumps(SMALL_TOOLS))
+    port = free_port()
+    server = [sys.executable, "-m", "lazymcp", "serve", "--catalog", str(catalog), "--http", f"127.0.0.1:{port}"]
+    async with listening(server, port) as url:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "lazymcp", "proxy", "--url", url])
+        with anyio.fail_after(TIMEOUT):
+            async with LazyClient(params, mode=mode) as client:
+                full = await client.list_full()
+                result = await client.call_tool("echo", {"text": "via url"})
+    assert json.dumps(full) == json.dumps(SMALL_TOOLS)
+    assert result.content[0].text == '{"text":"via url"}'  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+@pytest.mark.requirement("LT-16")
+async def test_a_listen_stream_over_http_gets_list_changed_from_the_upstream() -> None:
+    port = free_port()
+    upstream = [sys.executable, str(SERVERS / "changing_server.py")]
+    command = [sys.executable, "-m", "lazymcp", "proxy", "--http", f"127.0.0.1:{port}", "--", *upstream]
+    async with listening(command, port) as url:
+        with anyio.fail_after(TIMEOUT):
+            async with LazyClient(url, mode="2026-07-28") as client:
+                async with client.client.listen(tools_list_changed=True) as subscription:
+                    await client.call_tool("grow", {})
+                    async for _event in subscription:
+                        break
+                stubs = await client.list_stubs()
+    assert [stub["name"] for stub in stubs] == ["grow", "extra_1"]
