@@ -12,6 +12,7 @@ costs little more than a plain byte relay.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -109,6 +110,7 @@ class ProcessUpstream:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=None,
+                env=child_environment(),
             )
         except OSError as exc:
             reason = exc.strerror or exc
@@ -148,6 +150,22 @@ class ProcessUpstream:
             except TimeoutError:
                 continue
         transport.close()
+
+
+_COERCED = frozenset({"C.UTF-8", "C.utf8", "UTF-8"})
+
+
+def child_environment() -> dict[str, str]:
+    """This process's environment as it was given: without what Python's start-up added to it.
+
+    Started in the C locale, CPython coerces it (PEP 538) by setting ``LC_CTYPE`` in its own
+    environment, which a child would inherit: the upstream must see what the proxy was given.
+    """
+    env = dict(os.environ)
+    coerced = env.get("LC_CTYPE") in _COERCED and "LC_ALL" not in env and env.get("LANG", "C") in ("C", "POSIX")
+    if coerced:
+        del env["LC_CTYPE"]
+    return env
 
 
 class Session:
