@@ -17,7 +17,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import latency, scale, targets, tokens
+from bench import latency, proxy, scale, targets, tokens
+from bench import search as search_quality
 from bench.common import CATALOGS, ROOT, Config, machine
 
 Section = Callable[[Config, dict[str, Any]], dict[str, Any]]
@@ -40,14 +41,16 @@ SECTIONS: dict[str, Section] = {
     "scale": scale.run,
     # Later sections: replace the placeholder with the module's run(cfg, results) -> dict, and add
     # its render(section) -> str to RENDERERS.
-    "proxy": skipped("not implemented yet: lazymcp as a proxy in front of a plain upstream server"),
-    "search": skipped("not implemented yet: tool search quality and latency (bench/search.py)"),
+    "proxy": proxy.run,
+    "search": search_quality.section,
 }
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "tokens": tokens.render,
     "latency": latency.render,
     "scale": scale.render,
+    "proxy": proxy.render,
+    "search": search_quality.render_section,
 }
 
 

@@ -33,7 +33,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from lazymcp.search import EMBEDDING_EXTRAS, EmbeddingRanker, HybridRanker, Ranker, ToolIndex
+from lazymcp.search import (
+    EMBEDDING_EXTRAS,
+    EMBEDDING_MODEL,
+    MINILM_MODEL,
+    EmbeddingRanker,
+    HybridRanker,
+    Ranker,
+    ToolIndex,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LAZYMCP_SHARED", ROOT.parent / "shared"))
@@ -276,6 +284,18 @@ def table(results: dict[str, Any]) -> str:
             cells.append("" if value is None else f"{value:.{digits}f}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def section(cfg: Any, results: dict[str, Any]) -> dict[str, Any]:
+    """The harness's search section: the dev-set figures, with whichever embedding extras are installed."""
+    found = run(() if cfg.quick else (EMBEDDING_MODEL, MINILM_MODEL))
+    if found is None:
+        return {"status": "skipped", "reason": "../shared/evals is not here"}
+    return {"status": "ok", "methods": found}
+
+
+def render_section(section: dict[str, Any]) -> str:
+    return "search (150-query dev set over the 954 real tools)\n" + table(section["methods"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
