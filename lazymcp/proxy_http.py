@@ -10,7 +10,10 @@ Client side: ``/mcp`` takes one JSON-RPC message per POST and answers a request 
 - 2026-07-28 requests carry everything they need, so they share one router and one upstream. Their
   ids are made unique on the way up and restored on the way down, since two clients may both use
   id 1; a ``subscriptions/listen`` request is answered with an event stream of its subscription.
-When the host is a loopback address, requests must name a loopback host (DNS-rebinding protection).
+When bound to a loopback address, requests must name a loopback host and come from no foreign
+``Origin``, and a POST must be ``application/json``: a web page can send a ``text/plain`` POST without a
+CORS preflight, and a session here spawns a process (DNS-rebinding and cross-site protection, as the
+SDK's own server does). Sessions idle for ``IDLE_SECONDS`` are ended.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, cast
+from urllib.parse import urlsplit
 from uuid import uuid4
 
 import anyio
@@ -48,6 +52,8 @@ from lazymcp.proxy import LineSink, ProcessUpstream, Session, StdioProxy, Upstre
 
 SESSION_HEADER = "mcp-session-id"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+IDLE_SECONDS = 30 * 60
+"""A 2025 client session with no request for this long is ended (clients often never send DELETE)."""
 
 
 class HttpUpstream:
@@ -127,6 +133,7 @@ class HttpClientSide:
         self.waiting: dict[tuple[str, object], asyncio.Future[bytes]] = {}
         self.events: asyncio.Queue[bytes] = asyncio.Queue()
         self.listens: dict[object, asyncio.Queue[bytes]] = {}
+        self.last_seen = asyncio.get_running_loop().time()
         self._ids = itertools.count(1)
 
     def _to_client(self, line: bytes) -> None:
@@ -171,6 +178,13 @@ class HttpFront:
         for side in sides:
             await side.session.close()
 
+    async def _reap_idle(self) -> None:
+        now = asyncio.get_running_loop().time()
+        for session_id, side in list(self.sessions.items()):
+            if now - side.last_seen > IDLE_SECONDS and session_id in self.sessions:
+                del self.sessions[session_id]
+                await side.session.close()
+
     async def _open(self, *, remap_ids: bool) -> HttpClientSide | Response:
         side = HttpClientSide(self.make_router, self.make_upstream(), remap_ids=remap_ids)
         try:
@@ -181,9 +195,17 @@ class HttpFront:
         return side
 
     async def endpoint(self, request: Request) -> Response:
-        if self.check_host and (request.url.hostname or "") not in LOOPBACK:
-            return Response("Forbidden host", status_code=421)
+        if self.check_host:
+            if (request.url.hostname or "") not in LOOPBACK:
+                return Response("Forbidden host", status_code=421)
+            origin = request.headers.get("origin")
+            if origin is not None and urlsplit(origin).hostname not in LOOPBACK:
+                return Response("Invalid Origin header", status_code=403)
+        await self._reap_idle()
         if request.method == "POST":
+            content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+            if content_type != "application/json":
+                return Response("Invalid Content-Type header: expected application/json", status_code=400)
             return await self._post(request)
         side = self.sessions.get(request.headers.get(SESSION_HEADER, ""))
         if side is None:
@@ -224,6 +246,7 @@ class HttpFront:
             if found is None:
                 return _error(message.get("id"), 404, "Session not found: initialize first")
             side = found
+        side.last_seen = asyncio.get_running_loop().time()
         if method is None or "id" not in message:  # a notification, or the client's answer to the server
             side.session.from_client(jsonrpc.encode(message))
             return Response(status_code=202)

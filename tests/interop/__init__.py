@@ -1,0 +1,1 @@
+"""Interop with other ecosystems: the TypeScript SDK client and the official conformance suite."""
