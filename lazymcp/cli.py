@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
 import orjson
 
-from lazymcp.errors import LazyMCPError
-from lazymcp.options import Options
+from lazymcp.errors import CatalogError, LazyMCPError
+from lazymcp.options import SETTINGS, Options, Setting
 
 
 def _host_port(value: str) -> tuple[str, int]:
@@ -29,21 +29,39 @@ def _positive(value: str) -> int:
 
 
 def _add_listing_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("listing")
-    group.add_argument(
-        "--stock-default",
-        choices=("lazy", "eager"),
-        default=os.environ.get("LAZYMCP_STOCK_DEFAULT", "lazy"),
-        help="what a client without the extension gets from tools/list (default: lazy; env LAZYMCP_STOCK_DEFAULT)",
-    )
-    group.add_argument(
-        "--page-size", type=_positive, default=None, help="tools per tools/list page (default: one page)"
-    )
-    group.add_argument("--summary-chars", type=_positive, default=80, help="longest stub summary (default: 80)")
+    """The settings of ``SETTINGS`` as flags; each falls back to its environment variable, then its default."""
+
+    def flag_type(setting: Setting) -> Callable[[str], Any]:
+        if setting.whole_number:
+            return _positive
+
+        def parse(value: str) -> Any:
+            try:
+                return setting.parse(value, setting.flag)
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+
+        return parse
+
+    group = parser.add_argument_group("listing and modes (each flag also reads its LAZYMCP_* variable)")
+    for setting in SETTINGS:
+        group.add_argument(
+            setting.flag,
+            dest=setting.field,
+            type=flag_type(setting),
+            default=None,
+            metavar=setting.metavar,
+            help=f"{setting.help} (env {setting.env})",
+        )
 
 
 def _options(args: argparse.Namespace) -> Options:
-    return Options(stock_default=args.stock_default, page_size=args.page_size, summary_chars=args.summary_chars)
+    """Options from the flags given, then the environment (``LAZYMCP_*``, then the aliases), then defaults."""
+    given = {setting.field: getattr(args, setting.field, None) for setting in SETTINGS}
+    try:
+        return Options.from_env(os.environ, **given)
+    except ValueError as exc:
+        raise CatalogError(str(exc)) from None
 
 
 def _parser() -> argparse.ArgumentParser:

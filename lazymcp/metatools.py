@@ -1,14 +1,17 @@
-"""Meta-tools: ordinary MCP tools through which a stock client's model reaches every schema (LT-07).
+"""Meta-tools: ordinary MCP tools through which a stock client's model reaches every tool (LT-07, §17).
 
 A host that knows nothing of the extension (Claude Desktop, Cursor) shows its model whatever
 ``tools/list`` returns and lets it call any listed tool. ``describe_tools`` is such a tool: it takes
-names and answers with the full definitions as an ordinary tool result.
+names and answers with the full definitions as an ordinary tool result. The modes of §17 add four
+more, named as the seed patterns name them: ``search_tools``, ``invoke_tool``, ``manage_tools`` and
+``list_tool_categories``. Here are their definitions and the JSON payloads they answer with; which
+of them a listing carries, and what they do to a session, is ``lazymcp.modes``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -19,14 +22,24 @@ MAX_SUGGESTED = 10
 """Unknown names in one ``describe_tools`` call that get suggestions."""
 
 
-def describe_tools_definition(name: str, batch_max: int) -> Tool:
-    """The ``describe_tools`` meta-tool as it appears in a stock client's listing."""
+READ_ONLY: Final = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}
+
+
+def describe_tools_definition(name: str, batch_max: int, *, unlisted: bool = False) -> Tool:
+    """The ``describe_tools`` meta-tool as it appears in a stock client's listing.
+
+    ``unlisted``: the variant for the ``proxy`` and ``core`` surfaces, where the tools are not listed.
+    """
+    description = (
+        "Get the full definitions (input schema, description, examples, related tools) of tools found with "
+        "search_tools. Call it before invoke_tool, so the arguments fit."
+        if unlisted
+        else "Get the full definition (input schema and description) of tools listed here only by name "
+        "and summary. Call it with the names you need before calling them."
+    )
     return {
         "name": name,
-        "description": (
-            "Get the full definition (input schema and description) of tools listed here only by name "
-            "and summary. Call it with the names you need before calling them."
-        ),
+        "description": description,
         "inputSchema": {
             "type": "object",
             "properties": {
@@ -40,7 +53,7 @@ def describe_tools_definition(name: str, batch_max: int) -> Tool:
             },
             "required": ["names"],
         },
-        "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+        "annotations": READ_ONLY,
     }
 
 
@@ -53,8 +66,17 @@ def text_result(payload: object, *, is_error: bool = False) -> dict[str, Any]:
     return result
 
 
-def describe_tools_result(get: Callable[[str], Tool | None], known: Iterable[str], names: list[str]) -> dict[str, Any]:
-    """Answer a ``describe_tools`` call: the full tools asked for, and suggestions for unknown names."""
+def describe_tools_result(
+    get: Callable[[str], Tool | None],
+    known: Iterable[str],
+    names: list[str],
+    extras: Callable[[str], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Answer a ``describe_tools`` call: the full tools asked for, and suggestions for unknown names.
+
+    ``extras`` gives a tool's declared metadata (category, examples, related, deprecated); the payload
+    carries it under ``metadata``, by tool name, when any described tool has some (§17.6).
+    """
     found: list[Tool] = []
     unknown: list[str] = []
     seen: set[str] = set()
@@ -70,4 +92,118 @@ def describe_tools_result(get: Callable[[str], Tool | None], known: Iterable[str
     # Suggestions for the first few unknown names only: each is a search of the whole catalog.
     suggestions = {name: suggest(name, known) for name in unknown[:MAX_SUGGESTED]}
     payload: dict[str, Any] = {"tools": found, "unknown": unknown, "suggestions": suggestions}
+    if extras is not None:
+        metadata = {tool["name"]: extra for tool in found if (extra := extras(tool["name"]))}
+        if metadata:
+            payload["metadata"] = metadata
     return text_result(payload, is_error=not found)
+
+
+def search_tools_definition(name: str, top_k: int, *, enables: bool = False) -> Tool:
+    """The ``search_tools`` meta-tool; ``enables``: the dynamic-mode variant, which enables its matches."""
+    effect = (
+        " The matches are enabled for this session: the tool list changes to include them, with their schemas."
+        if enables
+        else " Get a match's input schema with describe_tools."
+    )
+    return {
+        "name": name,
+        "description": (
+            "Find tools by what they do: give a few words, in any language. Returns the best matches first, "
+            f"each with its name, a one-line summary and its category, and how many tools there are.{effect}"
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "description": "What the tool should do."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": top_k,
+                    "description": f"At most this many matches (default {top_k}).",
+                },
+                "category": {"type": "string", "description": "Only tools of this category (list_tool_categories)."},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        "annotations": {"readOnlyHint": not enables, "idempotentHint": True, "openWorldHint": False},
+    }
+
+
+def invoke_tool_definition(name: str) -> Tool:
+    """The ``invoke_tool`` meta-tool: run any tool by name, its arguments checked against its schema first."""
+    return {
+        "name": name,
+        "description": (
+            "Run a tool by name with its arguments. The arguments are checked against the tool's input schema "
+            "first (get it with describe_tools); a call that does not fit returns the schema and runs nothing."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "description": "The tool to run."},
+                "arguments": {"type": "object", "description": "Its arguments, as its input schema describes."},
+            },
+            "required": ["name"],
+            "additionalProperties": False,
+        },
+    }
+
+
+MANAGE_ACTIONS: Final = ("list", "enable", "disable")
+MANAGE_PAGE_SIZE: Final = 50
+MANAGE_PAGE_MAX: Final = 200
+
+
+def manage_tools_definition(name: str, batch_max: int) -> Tool:
+    """The dynamic mode's ``manage_tools`` meta-tool: list every tool, enable or disable tools by hand."""
+    return {
+        "name": name,
+        "description": (
+            "Manage the tools of this session. action 'list': every tool's name, summary and category, a page "
+            "at a time, with the total and the categories. 'enable' / 'disable': add tools to the tool list, or "
+            "take them off, by tool or category names; the tool list changes at once."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": list(MANAGE_ACTIONS)},
+                "names": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "minItems": 1,
+                    "maxItems": batch_max,
+                    "description": "enable/disable: tool or category names.",
+                },
+                "category": {"type": "string", "description": "list: only this category."},
+                "include_disabled": {
+                    "type": "boolean",
+                    "description": "list: also the tools disabled in this session (default false).",
+                },
+                "offset": {"type": "integer", "minimum": 0, "description": "list: skip this many (default 0)."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MANAGE_PAGE_MAX,
+                    "description": f"list: at most this many (default {MANAGE_PAGE_SIZE}).",
+                },
+            },
+            "required": ["action"],
+            "additionalProperties": False,
+        },
+        "annotations": {"readOnlyHint": False, "idempotentHint": True, "openWorldHint": False},
+    }
+
+
+def list_tool_categories_definition(name: str) -> Tool:
+    """The ``list_tool_categories`` meta-tool: the categories, with how many tools each holds."""
+    return {
+        "name": name,
+        "description": (
+            "List the categories of tools, with how many tools each holds. Find tools in one with "
+            "search_tools (its category argument)."
+        ),
+        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+        "annotations": READ_ONLY,
+    }

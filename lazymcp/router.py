@@ -10,8 +10,12 @@ upstream broke the protocol. The I/O adapter carries these out and does nothing 
   the client (sampling, elicitation, roots) with their answers.
 - ``tools/list``, ``tools/describe`` and ``tools/describe_batch`` are answered here from a catalog
   built from every page of the upstream's own ``tools/list``. ``tools/call`` is answered here only
-  for the ``describe_tools`` meta-tool and for arguments that fail the tool's schema; every other
-  call goes upstream unchanged.
+  for the meta-tools and for arguments that fail the tool's schema; ``invoke_tool`` goes upstream as
+  the real tool's call (same id), and every other call goes upstream unchanged. The mode (§17, in
+  ``lazymcp.modes``) shapes a stock client's listing; a ``dynamic`` session is this router's, since a
+  router serves one 2025-11-25 client, and a change to its tools is announced with ``list_changed``.
+  The configuration's tool names are checked against the first catalog: a name the upstream lacks
+  fails the proxy at start-up.
 - The catalog follows the upstream: its first fetch follows the client's handshake (2025-11-25) or
   first request (2026-07-28, where the proxy also opens its own ``subscriptions/listen``). An upstream
   ``notifications/tools/list_changed`` starts a refetch, and the notification reaches the client only
@@ -50,7 +54,8 @@ from lazymcp.eras import MODERN as MODERN_VERSION
 from lazymcp.errors import CatalogError, LazyMCPError
 from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId, id_key
 from lazymcp.messages import EXT_ID, Tool
-from lazymcp.methods import METHODS, call_meta_tool, check_call, list_tools, parse_list_params, resolve_shape
+from lazymcp.methods import METHODS
+from lazymcp.modes import Answer, Run, Session, call_tool, check_configuration, list_tools
 from lazymcp.options import Options
 
 LEGACY_VERSION = "2025-11-25"
@@ -103,6 +108,11 @@ def _declares(capabilities: object) -> bool:
     return isinstance(extensions, dict) and EXT_ID in extensions
 
 
+def _server_name(server_info: object) -> str | None:
+    name = _field(server_info, "name")
+    return name if isinstance(name, str) and name else None
+
+
 def _params(message: Message) -> dict[str, Any]:
     params = message.get("params")
     return cast(dict[str, Any], params) if isinstance(params, dict) else {}
@@ -138,6 +148,8 @@ class Router:
     _queued: list[bytes] = field(default_factory=lambda: [])  # client lines waiting for the upstream's era
     _upstream_init: dict[str, Any] = field(default_factory=lambda: {})  # a bridged upstream's initialize result
     _listens: dict[tuple[str, object], tuple[RequestId, frozenset[str]]] = field(default_factory=lambda: {})
+    _session: Session = field(default_factory=Session)  # the one 2025 client's dynamic-mode tools
+    _server_name: str | None = None  # the upstream's serverInfo.name: a derived category (§17.6)
 
     @property
     def bridging(self) -> bool:
@@ -240,25 +252,23 @@ class Router:
             return [ToClient(error)]
         params = _params(message)
         modern = PROTOCOL_VERSION_KEY in _meta(params)
+        session = None if modern or self.options.mode != "dynamic" else self._session
         try:
             if method == "tools/list":
-                request = parse_list_params(params)
                 declared = self._client_declared(params, modern)
-                shape = resolve_shape(request, declared=declared, stock_default=self.options.stock_default)
-                result = self._stamp(list_tools(catalog, request, shape), modern, cacheable=True)
+                listing = list_tools(catalog, params, declared=declared, session=session)
+                result = self._stamp(listing, modern, cacheable=True)
             elif method == "tools/call":
-                name = params.get("name")
-                if not isinstance(name, str):
-                    return self._forward(request_id, method, line, now)  # malformed: the upstream answers
-                arguments = params.get("arguments")
-                refused = check_call(catalog, name, arguments)
-                if refused is not None:
-                    result = self._stamp(refused, modern, cacheable=False)
-                elif name == catalog.meta_tool["name"] and catalog.get(name) is None:
-                    answer = call_meta_tool(catalog, cast(Mapping[str, Any] | None, arguments))
-                    result = self._stamp(answer, modern, cacheable=False)
-                else:
+                outcome = call_tool(catalog, params, session=session)
+                if isinstance(outcome, Run):  # invoke_tool: the real tool's call, under the same id
+                    call = {**message, "params": {**params, "name": outcome.name, "arguments": outcome.arguments}}
+                    return self._forward(request_id, method, jsonrpc.encode(call), now)
+                if not isinstance(outcome, Answer):
                     return self._forward(request_id, method, line, now)
+                answer = ToClient(jsonrpc.result_line(request_id, self._stamp(outcome.result, modern, cacheable=False)))
+                if outcome.changed:  # only a 2025 session changes: tell it before it reads the answer
+                    return [ToClient(jsonrpc.notification_line("notifications/tools/list_changed")), answer]
+                return [answer]
             else:
                 result = self._stamp(METHODS[method](catalog, params), modern, cacheable=True)
         except LazyMCPError as exc:
@@ -308,6 +318,8 @@ class Router:
         result = message.get("result")
         if pending.method == "server/discover" and self.upstream_era is None:
             self.upstream_era = "modern" if isinstance(result, dict) else "legacy"
+        if isinstance(result, dict) and key == self._init_key:
+            self._server_name = _server_name(_field(cast(object, result), "serverInfo"))
         if isinstance(result, dict) and (key == self._init_key or pending.method == "server/discover"):
             return [ToClient(jsonrpc.encode({**message, "result": self._advertise(cast(dict[str, Any], result))}))]
         if pending.bridged and isinstance(result, dict):
@@ -407,10 +419,19 @@ class Router:
         cursor = result.get("nextCursor")
         if isinstance(cursor, str) and cursor and len(self._pages) < MAX_PAGES * 1000:
             return [self._own_request("tools/list", {"lazy": False, "cursor": cursor}, now)]
+        first = self.catalog is None
+        origin = self._server_name or _server_name(self._envelope.get("serverInfo"))
         try:
-            self.catalog = Catalog.build(self._pages, self.options)
+            catalog = Catalog.build(self._pages, self.options, origin=origin)
         except CatalogError as exc:
             return self._fetch_failed(f"the upstream's tools cannot be served: {exc.message}")
+        if first:  # start-up: the configuration must name what the upstream has
+            try:
+                check_configuration(catalog)
+            except CatalogError as exc:
+                self._fetching = False
+                return [Fail(exc.message)]
+        self.catalog = catalog
         self._fetching = False
         actions = self._release_held()
         waiting, self._waiting = self._waiting, []

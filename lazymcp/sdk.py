@@ -10,7 +10,13 @@ How it hooks in, and why:
   validation refuses stubs, so lazy listings come precomputed from the ``Catalog`` and the middleware
   builds the 2026-era envelope (``ttlMs``, ``cacheScope``, ``resultType``, ``serverInfo``) itself.
 - ``tools/describe`` and ``tools/describe_batch`` are ordinary request handlers.
-- ``tools/call`` passes through the same middleware for the argument check and the meta-tool.
+- ``tools/call`` passes through the same middleware for the argument check and the meta-tools.
+- Modes (``lazymcp.modes``, spec §17) shape a stock client's listing and decide its meta-tool calls;
+  this module only carries their decisions out: ``invoke_tool`` becomes the real tool's call further
+  down the chain, and a ``dynamic`` session's change of tools becomes a ``list_changed`` to that
+  session. A dynamic session lives in the connection's state (``ctx.session._connection.state``,
+  private SDK), and only a 2025-11-25 connection with a back channel has one: on 2026-07-28 each
+  request is a fresh connection, so those requests get the stable surface.
 - The 2025-11-25 ``initialize`` result loses ``capabilities.extensions`` in the SDK's wire sieve;
   the middleware puts the advertisement back.
 
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any, cast
@@ -41,15 +48,19 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from lazymcp.catalog import Catalog
-from lazymcp.errors import LazyMCPError
+from lazymcp.errors import CatalogError, LazyMCPError
 from lazymcp.messages import EXT_ID, Tool
-from lazymcp.methods import METHODS, call_meta_tool, check_call, list_tools, parse_list_params, resolve_shape
+from lazymcp.metadata import Metadata, declared_in_tool, parse_metadata
+from lazymcp.methods import METHODS
+from lazymcp.modes import Answer, Run, Session, call_tool, check_configuration, list_tools
 from lazymcp.options import Options
 
 logger = logging.getLogger(__name__)
 
 MAX_SOURCE_PAGES = 10_000
 """Bound on the pages read from a server's own ``tools/list`` handler when building its catalog."""
+SESSION_KEY = "io.lazymcp/session"
+"""Where a connection's dynamic-mode ``Session`` lives in its state."""
 
 Context = ServerRequestContext[Any, Any]
 
@@ -83,10 +94,17 @@ class LazyTools:
         tools: Iterable[Tool] | None = None,
         bus: SubscriptionBus | None = None,
         on_change: Callable[[], None] | None = None,
+        metadata: Metadata | None = None,
     ) -> None:
         self.server = server
         self.options = options or Options()
-        self._static: Catalog | None = None if tools is None else Catalog.build(tools, self.options)
+        self.metadata = metadata or Metadata()
+        """What the author declared at registration (``lazify(metadata=...)``)."""
+        self._static: Catalog | None = None
+        if tools is not None:
+            self._static = self._build(tools)
+            check_configuration(self._static)
+        self._checked = tools is not None
         self._derived: dict[str, Catalog] = {}  # protocol version -> catalog of the server's own tools
         self._build_lock = anyio.Lock()
         self._legacy_sessions: list[ServerSession] = []
@@ -107,9 +125,33 @@ class LazyTools:
             async with self._build_lock:
                 catalog = self._derived.get(version)
                 if catalog is None:
-                    catalog = Catalog.build(await self._read_server_tools(ctx), self.options)
+                    catalog = self._build(await self._read_server_tools(ctx))
+                    if not self._checked:  # a lowlevel server's tools are first known here
+                        try:
+                            check_configuration(catalog)
+                        except CatalogError as exc:
+                            logger.error("lazymcp: %s", exc.message)
+                            raise _wire_error(exc) from None
+                        self._checked = True
                     self._derived[version] = catalog
         return catalog
+
+    def _build(self, tools: Iterable[Tool]) -> Catalog:
+        return Catalog.build(tools, self.options, declared=self.metadata, origin=self.server.name)
+
+    def check_tools(self, tools: Iterable[Tool]) -> None:
+        """Check the configuration against tools known before serving, and their declared summaries.
+
+        Raises:
+            CatalogError: the configuration names a tool or category the tools lack, or a tool's
+                ``_meta`` summary is longer than ``summary_chars``.
+        """
+        tools = list(tools)
+        check_author_summaries(tools, self.options.summary_chars)
+        named = (self.options.metadata, self.metadata)
+        if self.options.core_tools or any(metadata.tools or metadata.categories for metadata in named):
+            check_configuration(self._build(tools))
+        self._checked = True
 
     async def _read_server_tools(self, ctx: Context) -> list[Tool]:
         """Every tool the server's own ``tools/list`` handler lists, as the SDK would put it on the wire."""
@@ -150,7 +192,7 @@ class LazyTools:
 
     async def set_tools(self, tools: Iterable[Tool]) -> None:
         """Replace a ``tools=`` catalog and tell every client the list changed (LT-16)."""
-        self._static = Catalog.build(tools, self.options)
+        self._static = self._build(tools)
         await self.announce()
 
     async def tools_changed(self) -> None:
@@ -223,12 +265,10 @@ class LazyTools:
         if method == "tools/list" and self._gate_open(ctx):
             return await self._tools_list(ctx)
         if method == "tools/call" and self._gate_open(ctx):
-            answered = await self._tools_call(ctx)
-            if answered is not None:
-                return answered
-        elif method == "initialize":
+            return await self._tools_call(ctx, call_next)
+        if method == "initialize":
             return self._advertise(await call_next(ctx))
-        elif method == "notifications/initialized":
+        if method == "notifications/initialized":
             self._track(ctx.session)
         return await call_next(ctx)
 
@@ -237,28 +277,40 @@ class LazyTools:
         # A 2025 request before the handshake goes down the chain, where the SDK refuses it.
         return ctx.request_id is not None and ctx.session._connection.initialize_accepted  # pyright: ignore[reportPrivateUsage]  # private SDK
 
+    def _session(self, ctx: Context) -> Session | None:
+        """This connection's dynamic-mode session, when it can have one (2025-11-25, with a back channel)."""
+        if self.options.mode != "dynamic" or _modern(ctx):
+            return None
+        connection = ctx.session._connection  # pyright: ignore[reportPrivateUsage]  # private SDK
+        if not connection.has_standalone_channel:
+            return None  # stateless HTTP: each request is a new connection, and none can be told of a change
+        session = connection.state.get(SESSION_KEY)
+        if not isinstance(session, Session):
+            session = connection.state[SESSION_KEY] = Session()
+        return session
+
     async def _tools_list(self, ctx: Context) -> HandlerResult:
         try:
-            request = parse_list_params(ctx.params)
-            shape = resolve_shape(request, declared=client_declared(ctx), stock_default=self.options.stock_default)
-            result = list_tools(await self.catalog(ctx), request, shape)
+            catalog = await self.catalog(ctx)
+            result = list_tools(catalog, ctx.params, declared=client_declared(ctx), session=self._session(ctx))
         except LazyMCPError as exc:
             raise _wire_error(exc) from None
         return self._envelope(ctx, self._cache_hints(ctx, result))
 
-    async def _tools_call(self, ctx: Context) -> HandlerResult | None:
-        params = ctx.params or {}
-        name = params.get("name")
-        if not isinstance(name, str):
-            return None  # malformed: the SDK's own validation answers it
-        arguments = params.get("arguments")
+    async def _tools_call(self, ctx: Context, call_next: CallNext) -> HandlerResult:
+        params = cast(Mapping[str, Any], ctx.params or {})
         catalog = await self.catalog(ctx)
-        refused = check_call(catalog, name, arguments)
-        if refused is not None:
-            return self._envelope(ctx, refused)
-        if name == catalog.meta_tool["name"] and catalog.get(name) is None:
-            return self._envelope(ctx, call_meta_tool(catalog, cast(Mapping[str, Any] | None, arguments)))
-        return None
+        outcome = call_tool(catalog, params, session=self._session(ctx))
+        if isinstance(outcome, Answer):
+            if outcome.changed:  # this session's tool list changed: tell it, on this request's stream,
+                # so the notice arrives ahead of the answer (and cannot miss a GET stream not yet open)
+                await ctx.session.send_notification(types.ToolListChangedNotification(), ctx.request_id)
+            return self._envelope(ctx, outcome.result)
+        if isinstance(outcome, Run):  # invoke_tool: the real tool's call, down the rest of the chain
+            return await call_next(
+                replace(ctx, params={**params, "name": outcome.name, "arguments": outcome.arguments})
+            )
+        return await call_next(ctx)
 
     def _cache_hints(self, ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
         """2026-era freshness hints: the server's own ``tools/list`` hint, else the SDK defaults (LT-15)."""
@@ -300,34 +352,87 @@ def lazify(
     options: Options | None = None,
     tools: Iterable[Tool] | None = None,
     bus: SubscriptionBus | None = None,
+    metadata: Mapping[str, Any] | None = None,
     **settings: Any,
 ) -> LazyTools:
     """Make ``server`` lazy: one line after building it.
 
-    ``settings`` are ``Options`` fields (``stock_default``, ``page_size``, ``summary_chars``,
-    ``describe_batch_max``, ``check_arguments``). On an ``MCPServer``, tools added or removed at runtime
-    invalidate the catalog and announce ``list_changed`` by themselves; on a lowlevel ``Server``, call
+    ``settings`` are ``Options`` fields (``mode``, ``core_tools``, ``max_enabled``, ``search_top_k``,
+    ``meta_tools``, ``stock_default``, ``page_size``, ``summary_chars``, ``describe_batch_max``,
+    ``check_arguments``); without ``options=``, the environment fills in what they leave out
+    (``Options.from_env``). ``metadata`` declares per-tool metadata, ``{name: {"category": ...,
+    "summary": ..., "examples": [...], "related": [...], "deprecated": ...}}``, over each tool's own
+    ``_meta`` and a metadata file. On an ``MCPServer``, tools added or removed at runtime invalidate the
+    catalog and announce ``list_changed`` by themselves; on a lowlevel ``Server``, call
     ``await lazy.tools_changed()`` after changing what its ``tools/list`` handler returns.
+
+    Raises:
+        CatalogError: the configuration names a tool or category the server lacks, or declares a
+            summary longer than ``summary_chars`` (checked here when the server's tools are known now,
+            else when its catalog is first built).
+        ValueError: a setting out of range.
     """
     if options is not None and settings:
         raise TypeError("pass either options= or individual settings, not both")
-    options = options or Options(**settings)
+    options = options or Options.from_env(os.environ, **settings)
+    declared = None
+    if metadata is not None:
+        declared = parse_metadata(metadata, source="lazify(metadata=...)", limit=options.summary_chars)
     if isinstance(server, MCPServer):
         lowlevel: Server[Any] = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # private SDK
         bus = bus or server._subscriptions  # pyright: ignore[reportPrivateUsage]  # private SDK
-        lazy = LazyTools(lowlevel, options=options, tools=tools, bus=bus)
+        lazy = LazyTools(lowlevel, options=options, tools=tools, bus=bus, metadata=declared)
+        if tools is None:
+            lazy.check_tools(_registered_tools(server))
         _watch_tool_manager(server, lazy)
         return lazy
-    return LazyTools(server, options=options, tools=tools, bus=bus)
+    return LazyTools(server, options=options, tools=tools, bus=bus, metadata=declared)
+
+
+def check_author_summaries(tools: Iterable[Tool], limit: int) -> None:
+    """The summaries a server's author declared in its own tools' ``_meta`` fit in ``limit`` characters.
+
+    Raises:
+        CatalogError: one does not; the message names the tool.
+    """
+    for tool in tools:
+        summary = declared_in_tool(tool).summary
+        if summary is not None and len(summary) > limit:
+            raise CatalogError(
+                f"tool {tool['name']!r}: the summary in its _meta is {len(summary)} characters, "
+                f"more than the limit of {limit}: {summary!r}"
+            )
+
+
+def _registered_tools(server: MCPServer[Any]) -> list[Tool]:
+    """An ``MCPServer``'s tools as far as names and metadata go, read without serving a request."""
+    manager = server._tool_manager  # pyright: ignore[reportPrivateUsage]  # private SDK
+    tools: list[Tool] = []
+    for tool in manager.list_tools():
+        entry: Tool = {"name": tool.name, "description": tool.description, "inputSchema": tool.parameters}
+        if tool.meta is not None:
+            entry["_meta"] = tool.meta
+        tools.append(entry)
+    return tools
 
 
 def _watch_tool_manager(server: MCPServer[Any], lazy: LazyTools) -> None:
-    """Make ``add_tool``/``remove_tool`` (and ``@server.tool()``) invalidate and announce."""
+    """Make ``add_tool``/``remove_tool`` (and ``@server.tool()``) invalidate and announce.
+
+    A tool registered with a ``_meta`` summary over the limit is refused at once, with a clear error.
+    """
     manager = server._tool_manager  # pyright: ignore[reportPrivateUsage]  # private SDK
     add, remove = manager.add_tool, manager.remove_tool
 
     def add_tool(*args: Any, **kwargs: Any) -> Any:
         result = add(*args, **kwargs)
+        meta = getattr(result, "meta", None)
+        if isinstance(meta, dict):
+            try:
+                check_author_summaries([{"name": result.name, "_meta": meta}], lazy.options.summary_chars)
+            except CatalogError:
+                remove(result.name)
+                raise
         lazy._changed_in_background()  # pyright: ignore[reportPrivateUsage]
         return result
 

@@ -78,11 +78,19 @@ def summarize(tool: Tool, limit: int = DEFAULT_SUMMARY_CHARS) -> str:
     return shorten(summary, limit)
 
 
-def make_stub(tool: Tool, shape: Shape, detail: Detail, limit: int = DEFAULT_SUMMARY_CHARS) -> ToolStub:
-    """The stub of one tool for a listing of ``shape`` ("bare" or "stock") at ``detail``."""
+def make_stub(
+    tool: Tool, shape: Shape, detail: Detail, limit: int = DEFAULT_SUMMARY_CHARS, summary: str | None = None
+) -> ToolStub:
+    """The stub of one tool for a listing of ``shape`` ("bare" or "stock") at ``detail``.
+
+    ``summary`` is one declared outside the tool (a registration argument, a metadata file), if any.
+    """
     stub: ToolStub = {"name": tool["name"]}
     if detail != "name":
-        text = summarize(tool, limit) if detail == "summary" else tool.get("description")
+        if detail == "summary":
+            text = summary if summary is not None else summarize(tool, limit)
+        else:
+            text = tool.get("description")
         if isinstance(text, str) and text:
             stub["description"] = text
     if shape == "stock":
