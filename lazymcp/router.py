@@ -91,6 +91,8 @@ class _Pending:
     method: str
     deadline: float
     bridged: bool = False
+    progress: object = None
+    """The request's progress token: progress on it shows the upstream is working, not hung."""
 
 
 def _meta(params: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -144,6 +146,7 @@ class Router:
     _waiting: list[tuple[Message, bytes]] = field(default_factory=lambda: [])
     _held: list[bytes] = field(default_factory=lambda: [])
     _envelope: dict[str, Any] = field(default_factory=lambda: {})  # 2026 hints and serverInfo of the upstream
+    _client_owes: dict[tuple[str, object], float] = field(default_factory=lambda: {})  # server requests unanswered
     _probing: bool = False
     _queued: list[bytes] = field(default_factory=lambda: [])  # client lines waiting for the upstream's era
     _upstream_init: dict[str, Any] = field(default_factory=lambda: {})  # a bridged upstream's initialize result
@@ -166,6 +169,8 @@ class Router:
             return [ToClient(jsonrpc.error_line(None, jsonrpc.PARSE_ERROR, "Parse error: not a JSON-RPC message"))]
         method = message.get("method")
         if method is None:  # the client's answer to a server-initiated request
+            if self._client_owes.pop(id_key(message.get("id")), None) is not None and not self._client_owes:
+                self._extend_deadlines(now)  # the upstream waited on the client: its clock starts again
             return [ToServer(line)]
         if "id" not in message:
             return self._client_notification(message, line, now)
@@ -214,7 +219,8 @@ class Router:
 
     def _forward(self, request_id: RequestId, method: str, line: bytes, now: float) -> list[Action]:
         deadline = now + self.timeout if self.timeout else float("inf")
-        self._in_flight[id_key(request_id)] = _Pending(request_id, method, deadline, self.bridging)
+        progress = _meta(_params(jsonrpc.parse(line))).get("progressToken") if b"progressToken" in line else None
+        self._in_flight[id_key(request_id)] = _Pending(request_id, method, deadline, self.bridging, progress)
         if self.bridging:  # the envelope stays behind: a 2025 server does not know it
             message = jsonrpc.parse(line)
             line = jsonrpc.encode({**message, "params": eras.legacy_params(_params(message))})
@@ -307,6 +313,7 @@ class Router:
             if self.bridging:  # a 2026 client takes no requests from its server
                 refusal = "the client speaks 2026-07-28, where servers send clients no requests"
                 return [ToServer(jsonrpc.error_line(message["id"], -32601, f"Method not found: {refusal}"))]
+            self._client_owes[id_key(message["id"])] = now  # the upstream now waits on the client
             return [ToClient(line)]  # a request to the client: sampling, elicitation, roots, ping
         request_id = message.get("id")
         if isinstance(request_id, str) and request_id in self._own:
@@ -329,6 +336,11 @@ class Router:
 
     def _server_notification(self, message: Message, line: bytes, now: float) -> list[Action]:
         method = message.get("method")
+        if method == "notifications/progress" and self.timeout:
+            token = _params(message).get("progressToken")
+            for pending in self._in_flight.values():
+                if pending.progress is not None and pending.progress == token:
+                    pending.deadline = now + self.timeout  # it is working: its clock starts again
         subscription = _meta(_params(message)).get(SUBSCRIPTION_ID_KEY)
         own_stream = self._listen_id is not None and subscription == self._listen_id
         if method == "notifications/tools/list_changed":
@@ -523,8 +535,20 @@ class Router:
         self._own.clear()
         return [ToClient(self._failure_line(request_id)) for request_id in owed]
 
+    def _extend_deadlines(self, now: float) -> None:
+        if self.timeout:
+            for pending in (*self._in_flight.values(), *self._own.values()):
+                pending.deadline = max(pending.deadline, now + self.timeout)
+
     def expire(self, now: float) -> list[Action]:
-        """Fail the upstream when a request has waited past the timeout (it hangs)."""
+        """Fail the upstream when a request has waited past the timeout (it hangs).
+
+        Time the upstream spends waiting on the client's answer to its own request (a user filling
+        in an elicitation, a sampling call) does not count; progress on a request restarts its clock.
+        """
+        if self._client_owes:
+            self._extend_deadlines(now)
+            return []
         overdue = [p for p in (*self._in_flight.values(), *self._own.values()) if p.deadline <= now]
         if not overdue or self.failed is not None:
             return []

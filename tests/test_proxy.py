@@ -461,3 +461,19 @@ async def test_a_listen_stream_over_http_gets_list_changed_from_the_upstream() -
                         break
                 stubs = await client.list_stubs()
     assert [stub["name"] for stub in stubs] == ["grow", "extra_1"]
+
+
+def test_time_the_upstream_waits_on_the_client_is_not_a_hang() -> None:
+    router, _ = legacy_router(timeout=5)
+    call = {"name": "echo", "arguments": {"text": "x"}, "_meta": {"progressToken": "t1"}}
+    router.from_client(line({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}), 0)
+    asking = b'{"jsonrpc":"2.0","id":0,"method":"elicitation/create","params":{}}'
+    assert router.from_server(asking, 1) == [ToClient(asking)]
+    assert router.expire(60) == []  # the user is still answering
+    router.from_client(b'{"jsonrpc":"2.0","id":0,"result":{"action":"decline"}}', 61)
+    assert router.expire(65) == []  # the clock restarted when the client answered
+    progress = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t1","progress":1}}'
+    router.from_server(progress, 65)
+    assert router.expire(69) == []  # progress on the request restarted its clock again
+    [fail] = router.expire(70.1)
+    assert isinstance(fail, Fail)
