@@ -112,7 +112,9 @@ class Catalog:
             if name in index:
                 raise CatalogError(f"duplicate tool name {name!r} (tools #{index[name]} and #{position})")
             try:
-                blobs.append(orjson.dumps(tool))
+                # A copy of exact size: orjson's own result keeps its whole growth buffer allocated,
+                # which made the cache 4.8x to 5.6x the catalog's JSON size instead of about 1.6x.
+                blobs.append(bytes(memoryview(orjson.dumps(tool))))
             except TypeError as exc:
                 raise CatalogError(f"tool {name!r} is not JSON: {exc}") from None
             index[name] = position
