@@ -22,7 +22,7 @@ import orjson
 from jsonschema.protocols import Validator
 
 from lazymcp.arguments import compile_validator
-from lazymcp.errors import CatalogError, InvalidParams
+from lazymcp.errors import CatalogError, InvalidParams, NameIndex
 from lazymcp.messages import (
     DESCRIBE_TOOLS,
     EXT_ID,
@@ -280,6 +280,14 @@ class Catalog:
         tool = self.tools[self.index[name]]
         author, file = self.declared.get(name), self.options.metadata.get(name)
         return resolve(tool, author=author, file=file, limit=self.options.summary_chars, origin=self.origin)
+
+    def name_index(self) -> NameIndex:
+        """The catalog's tool names, indexed for suggestions (built on the first unknown name)."""
+        return self.memo("names", lambda: NameIndex(self.index))
+
+    def name_and_category_index(self) -> NameIndex:
+        """Tool names and category names, indexed for suggestions."""
+        return self.memo("names+categories", lambda: NameIndex([*self.index, *self.categories()]))
 
     def categories(self) -> dict[str, list[str]]:
         """Tool names by category, categories in order of their first tool."""

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import orjson
 
-from lazymcp.errors import suggest
+from lazymcp.errors import NameIndex, suggest
 from lazymcp.messages import Tool
 
 MAX_SUGGESTED = 10
@@ -68,7 +68,7 @@ def text_result(payload: object, *, is_error: bool = False) -> dict[str, Any]:
 
 def describe_tools_result(
     get: Callable[[str], Tool | None],
-    known: Iterable[str],
+    known: NameIndex | Iterable[str],
     names: list[str],
     extras: Callable[[str], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:

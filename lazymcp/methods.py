@@ -98,7 +98,7 @@ def describe(catalog: Catalog, params: object) -> dict[str, Any]:
     name = _name_param(params)
     tool = catalog.get(name)
     if tool is None:
-        raise UnknownTool(name, catalog.index)
+        raise UnknownTool(name, catalog.name_index())
     return {"tool": tool}
 
 
@@ -138,7 +138,7 @@ def describe_batch(catalog: Catalog, params: object) -> dict[str, Any]:
 def call_meta_tool(catalog: Catalog, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
     """Run the stock-client ``describe_tools`` meta-tool; its arguments are already checked."""
     names = [name for name in (arguments or {}).get("names", []) if isinstance(name, str)]
-    return describe_tools_result(catalog.get, catalog.index, names)
+    return describe_tools_result(catalog.get, catalog.name_index(), names)
 
 
 def check_call(catalog: Catalog, name: str, arguments: object) -> dict[str, Any] | None:

@@ -27,7 +27,7 @@ arguments: ``invoke_tool``) or ``None`` (not ours: the call goes to the server a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -206,7 +206,8 @@ def call_tool(catalog: Catalog, params: Mapping[str, Any], *, session: Session |
     args = cast(dict[str, Any], arguments or {})
     if canonical == DESCRIBE_TOOLS:
         names = [n for n in args["names"] if isinstance(n, str)]
-        return Answer(describe_tools_result(catalog.get, catalog.index, names, lambda n: catalog.info(n).extras()))
+        extras: Callable[[str], Any] = lambda name: catalog.info(name).extras()  # noqa: E731
+        return Answer(describe_tools_result(catalog.get, catalog.name_index(), names, extras))
     if canonical == SEARCH_TOOLS:
         return _search(catalog, args, session if mode == "dynamic" else None)
     if canonical == INVOKE_TOOL:
@@ -293,7 +294,7 @@ def _invoke(catalog: Catalog, args: Mapping[str, Any]) -> Answer | Run:
     name: str = args["name"]
     arguments = cast(dict[str, Any], args.get("arguments") or {})
     if catalog.get(name) is None:
-        close = suggest(name, catalog.index)
+        close = suggest(name, catalog.name_index())
         return _error("unknown_tool", f"No tool {name!r}; find tools with search_tools.", name=name, suggestions=close)
     refused = check_arguments(name, catalog.validator(name), arguments)
     if refused is not None:
@@ -339,7 +340,7 @@ def _manage(catalog: Catalog, args: Mapping[str, Any], session: Session) -> Answ
         if kept:
             payload["always_available"] = kept
     payload["unknown"] = unknown
-    payload["suggestions"] = {name: suggest(name, [*catalog.index, *catalog.categories()]) for name in unknown[:10]}
+    payload["suggestions"] = {name: suggest(name, catalog.name_and_category_index()) for name in unknown[:10]}
     changed = set(session.enabled) != before
     return Answer(text_result(payload, is_error=not tools), changed=changed)
 

@@ -59,7 +59,7 @@ def build_server(tools: Sequence[Tool], options: Options | None = None, *, name:
         assert lazy is not None
         catalog = lazy.static_catalog()
         if catalog.get(params.name) is None:
-            close = suggest(params.name, catalog.index)
+            close = suggest(params.name, catalog.name_index())
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
             return _text(f"Unknown tool: {params.name!r}.{hint}", is_error=True)
         refused = check_arguments(params.name, catalog.validator(params.name), params.arguments)
