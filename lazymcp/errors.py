@@ -59,7 +59,8 @@ class UnknownTool(InvalidParams):
     def __init__(self, name: str, known: NameIndex | Iterable[str], *, field: str = "name") -> None:
         suggestions = suggest(name, known)
         hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
-        super().__init__(field, "unknown_tool", f"Unknown tool: {name!r}{hint}", name=name, suggestions=suggestions)
+        shown = name if len(name) <= MAX_NAME else name[:MAX_NAME] + "…"  # a 1 MB name is not echoed whole
+        super().__init__(field, "unknown_tool", f"Unknown tool: {shown!r}{hint}", name=shown, suggestions=suggestions)
         self.name = name
         self.suggestions = suggestions
 

@@ -40,7 +40,10 @@ def encode(message: Message) -> bytes:
 
 
 def id_key(request_id: object) -> tuple[str, object]:
-    """A dict key for a request id that keeps ``1`` and ``"1"`` apart."""
+    """A dict key for a request id that keeps ``1`` and ``"1"`` apart, for any JSON value (an array or
+    object id, invalid as it is, must not crash the one who reads it)."""
+    if isinstance(request_id, list | dict):
+        return ("json", orjson.dumps(request_id, option=orjson.OPT_SORT_KEYS))
     return (type(request_id).__name__, request_id)
 
 

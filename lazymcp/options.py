@@ -37,9 +37,9 @@ DEFAULT_SEARCH_TOP_K = 20
 MAX_SEARCH_TOP_K = 100
 LISTABLE_META_TOOLS: Final = (LIST_TOOL_CATEGORIES, SEARCH_TOOLS, DESCRIBE_TOOLS, INVOKE_TOOL)
 """Meta-tools that ``meta_tools`` may add to a ``describe`` or ``eager`` listing (they keep no session state)."""
-DEFAULT_EXTRA_META_TOOLS: Final[tuple[str, ...]] = ()
-"""Meta-tools a ``describe`` listing carries beside ``describe_tools`` when ``meta_tools`` is not set.
-Empty, so the stock listing stays the one-meta-tool listing of LT-07; ``search_tools`` is callable anyway."""
+DEFAULT_EXTRA_META_TOOLS: Final[tuple[str, ...]] = ("search_tools",)
+"""Meta-tools a stock client's ``describe`` listing carries beside ``describe_tools`` when ``meta_tools``
+is not set: a model that sees only summaries finds tools by asking (issue: every client can go lazy)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from lazymcp import jsonrpc
 from lazymcp.errors import UpstreamError
 from lazymcp.options import Options
 from lazymcp.router import Action, Fail, Router, ToClient, ToServer
@@ -47,22 +48,29 @@ class _Lines(asyncio.Protocol):
     def __init__(self, on_line: LineSink, on_eof: Callable[[], None]) -> None:
         self._on_line = on_line
         self._on_eof = on_eof
-        self._pending = b""
+        self._chunks: list[bytes] = []  # a line in pieces: joined once, so a huge line costs linear time
 
     def data_received(self, data: bytes) -> None:
         if b"\n" not in data:
-            self._pending += data
+            self._chunks.append(data)
             return
-        lines = (self._pending + data).split(b"\n")
-        self._pending = lines.pop()
+        if self._chunks:
+            self._chunks.append(data)
+            data = b"".join(self._chunks)
+            self._chunks = []
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        if tail:
+            self._chunks.append(tail)
         for line in lines:
             if line.strip():
                 self._on_line(line)
 
     def eof_received(self) -> bool:
-        if self._pending.strip():
-            line, self._pending = self._pending, b""
-            self._on_line(line)
+        rest = b"".join(self._chunks)
+        self._chunks = []
+        if rest.strip():
+            self._on_line(rest)
         self._on_eof()
         return False
 
@@ -187,11 +195,22 @@ class Session:
         self._expire()
 
     def from_client(self, line: bytes) -> None:
-        self._carry_out(self.router.from_client(line, self.loop.time()))
+        try:
+            actions = self.router.from_client(line, self.loop.time())
+        except Exception as exc:  # a router bug must cost one request, never the session
+            say(f"internal error on a client message: {exc!r}")
+            actions: list[Action] = [ToClient(jsonrpc.error_line(_id_of(line), -32603, "Internal error"))]
+        self._carry_out(actions)
 
     def from_server(self, line: bytes) -> None:
-        if not self.done.done():
-            self._carry_out(self.router.from_server(line, self.loop.time()))
+        if self.done.done():
+            return
+        try:
+            actions = self.router.from_server(line, self.loop.time())
+        except Exception as exc:
+            say(f"internal error on an upstream message: {exc!r}")
+            return
+        self._carry_out(actions)
 
     def client_gone(self) -> None:
         if not self.done.done():
@@ -264,6 +283,14 @@ class StdioProxy:
             await session.close()
             self._out.close()
             await asyncio.sleep(0)
+
+
+def _id_of(line: bytes) -> jsonrpc.RequestId | None:
+    try:
+        request_id = jsonrpc.parse(line).get("id")
+    except jsonrpc.NotJSONRPC:
+        return None
+    return request_id if isinstance(request_id, int | str) and not isinstance(request_id, bool) else None
 
 
 def say(message: str) -> None:

@@ -40,6 +40,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
+from uuid import uuid4
+
+import orjson
 
 from lazymcp import eras, jsonrpc
 from lazymcp.catalog import Catalog
@@ -146,6 +149,8 @@ class Router:
     _waiting: list[tuple[Message, bytes]] = field(default_factory=lambda: [])
     _held: list[bytes] = field(default_factory=lambda: [])
     _envelope: dict[str, Any] = field(default_factory=lambda: {})  # 2026 hints and serverInfo of the upstream
+    _own_prefix: str = field(default_factory=lambda: f"lazymcp-{uuid4().hex[:12]}-")
+    """The proxy's own request ids: random, so a client cannot pick one of them by chance or on purpose."""
     _client_owes: dict[tuple[str, object], float] = field(default_factory=lambda: {})  # server requests unanswered
     _probing: bool = False
     _queued: list[bytes] = field(default_factory=lambda: [])  # client lines waiting for the upstream's era
@@ -168,7 +173,7 @@ class Router:
         except NotJSONRPC:
             return [ToClient(jsonrpc.error_line(None, jsonrpc.PARSE_ERROR, "Parse error: not a JSON-RPC message"))]
         method = message.get("method")
-        if method is None:  # the client's answer to a server-initiated request
+        if "method" not in message:  # the client's answer to a server-initiated request
             if self._client_owes.pop(id_key(message.get("id")), None) is not None and not self._client_owes:
                 self._extend_deadlines(now)  # the upstream waited on the client: its clock starts again
             return [ToServer(line)]
@@ -179,6 +184,16 @@ class Router:
             return [ToClient(jsonrpc.error_line(None, jsonrpc.INVALID_REQUEST, "Invalid request"))]
         if self.failed is not None:
             return [ToClient(self._failure_line(request_id))]
+        if "params" in message and not isinstance(message["params"], dict):
+            # MCP params are objects; servers built on the SDK drop anything else unanswered, which
+            # would leave the request hanging until the proxy counted the upstream as hung.
+            return [
+                ToClient(
+                    jsonrpc.error_line(
+                        request_id, -32602, "Invalid params: expected an object", {"field": "params", "reason": "type"}
+                    )
+                )
+            ]
         params = _params(message)
         if self.era is None:
             if method == "initialize":
@@ -223,7 +238,15 @@ class Router:
         self._in_flight[id_key(request_id)] = _Pending(request_id, method, deadline, self.bridging, progress)
         if self.bridging:  # the envelope stays behind: a 2025 server does not know it
             message = jsonrpc.parse(line)
-            line = jsonrpc.encode({**message, "params": eras.legacy_params(_params(message))})
+            try:
+                line = jsonrpc.encode({**message, "params": eras.legacy_params(_params(message))})
+            except orjson.JSONEncodeError:
+                del self._in_flight[id_key(request_id)]
+                return [
+                    ToClient(
+                        jsonrpc.error_line(request_id, jsonrpc.INVALID_REQUEST, "Invalid request: nested too deeply")
+                    )
+                ]
         return [ToServer(line)]
 
     def _bridge_request(self, message: Message, params: dict[str, Any], line: bytes, now: float) -> list[Action]:
@@ -380,7 +403,7 @@ class Router:
 
     def _own_request(self, method: str, params: dict[str, Any], now: float, *, modern: bool | None = None) -> ToServer:
         self._own_count += 1
-        request_id = f"lazymcp-{self._own_count}"
+        request_id = f"{self._own_prefix}{self._own_count}"
         if modern if modern is not None else self.upstream_era == "modern":
             params = {
                 **params,
@@ -404,7 +427,7 @@ class Router:
         actions: list[Action] = [self._own_request("tools/list", {"lazy": False}, now)]
         if self.upstream_era == "modern" and self._listen_id is None:
             listen = self._own_request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, now)
-            self._listen_id = f"lazymcp-{self._own_count}"
+            self._listen_id = f"{self._own_prefix}{self._own_count}"
             self._own[self._listen_id].deadline = float("inf")  # a stream: answered only when it ends
             actions.append(listen)
         return actions
@@ -418,6 +441,8 @@ class Router:
         if pending.method != "tools/list":
             return []  # the proxy's listen stream ended
         result = message.get("result")
+        if _field(message.get("error"), "code") == -32601:
+            result = {"tools": cast(list[Tool], [])}  # a server without tools: nothing to list, the rest to relay
         if not isinstance(result, dict):
             detail = _field(message.get("error"), "message") or "no result"
             return self._fetch_failed(f"the upstream's tools/list failed: {detail}")
