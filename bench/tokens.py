@@ -14,6 +14,7 @@ from typing import Any
 from bench.common import Config, Source, Table, pct, real_catalogs, seeded_sample, synthetic, times
 from lazymcp.catalog import Catalog
 from lazymcp.messages import Detail, Shape, Tool
+from lazymcp.modes import list_tools
 from lazymcp.tokens import Size
 
 SESSION_DESCRIBES = 3
@@ -32,7 +33,7 @@ class Mode:
 
 MODES: tuple[Mode, ...] = (
     Mode("full", "full", "description", "full tools/list (a plain server, or lazy=false)"),
-    Mode("stock", "stock", "summary", "stock client: stubs + inputSchema {type: object} + describe_tools"),
+    Mode("stock", "stock", "summary", "stock client: stubs ({type: object} schema) + describe_tools, search_tools"),
     Mode("bare:description", "bare", "description", "bare stubs, detail=description ({name, description})"),
     Mode("bare:summary", "bare", "summary", "bare stubs, detail=summary (a declaring client's default)"),
     Mode("bare:name", "bare", "name", "bare stubs, detail=name: names only, the floor"),
@@ -40,11 +41,19 @@ MODES: tuple[Mode, ...] = (
 FLOOR = "bare:name"
 
 
+def listing(catalog: Catalog, mode: Mode) -> list[Any]:
+    """What a server serves in ``mode``: a stock client gets the default mode's meta-tools too."""
+    if mode.shape == "stock":
+        return list_tools(catalog, {"lazy": True}, declared=False, session=None)["tools"]
+    return catalog.page(mode.shape, mode.detail, None)["tools"]
+
+
 def measure(source: Source, seed: int) -> dict[str, Any]:
     tools: list[Tool] = source.load()
     catalog = Catalog.build(tools)
-    sizes = {mode.key: Size.of(catalog.page(mode.shape, mode.detail, None)["tools"]) for mode in MODES}
-    listed = {mode.key: len(catalog.page(mode.shape, mode.detail, None)["tools"]) for mode in MODES}
+    pages = {mode.key: listing(catalog, mode) for mode in MODES}
+    sizes = {key: Size.of(tools) for key, tools in pages.items()}
+    listed = {key: len(tools) for key, tools in pages.items()}
     full, floor = sizes["full"], sizes[FLOOR]
 
     def row(size: Size, tools_listed: int | None = None) -> dict[str, Any]:

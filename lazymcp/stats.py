@@ -16,6 +16,7 @@ from mcp import Client
 from lazymcp.catalog import Catalog
 from lazymcp.client import LazyClient, raw_request
 from lazymcp.messages import DETAILS, Tool
+from lazymcp.modes import list_tools
 from lazymcp.options import Options
 from lazymcp.tokens import Size, compact_json, count_tokens
 
@@ -86,7 +87,8 @@ async def collect(target: Any, stock_target: Any | None = None, **client_kwargs:
 def computed_listings(full: Sequence[Tool], options: Options) -> dict[str, list[Any]]:
     """The lazy listings a lazy server would serve for ``full``, computed locally."""
     catalog = Catalog.build(full, options)
-    listings: dict[str, list[Any]] = {"stock": catalog.page("stock", "summary", None)["tools"]}
+    stock = list_tools(catalog, {"lazy": True}, declared=False, session=None)  # what a stock client is served
+    listings: dict[str, list[Any]] = {"stock": stock["tools"]}
     for detail in DETAILS:
         listings[f"stubs:{detail}"] = catalog.page("bare", detail, None)["tools"]
     return listings

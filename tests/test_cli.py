@@ -28,7 +28,7 @@ def test_stats_measures_the_built_in_sample_by_default(capsys: pytest.CaptureFix
     assert report["native"] is True
     assert list(modes) == ["full", "stock", "stubs:name", "stubs:summary", "stubs:description"]
     assert modes["full"]["tools"] == 130
-    assert modes["stock"]["tools"] == 131  # plus describe_tools
+    assert modes["stock"]["tools"] == 132  # plus describe_tools and search_tools
     assert modes["stubs:name"]["tokens"] < modes["stubs:summary"]["tokens"] < modes["full"]["tokens"]
     assert len(report["costliest"]) == 5
 

@@ -11,9 +11,9 @@ scenario of the active suite:
   ``--plain`` (no lazymcp) over stdio.
 
 Every active scenario must pass in both. The suite's client declares only ``sampling`` and
-``elicitation``, so lazymcp treats it as a stock client: its ``tools/list`` gets stubs with
-``inputSchema: {"type": "object"}`` plus the ``describe_tools`` meta-tool. No active scenario looks
-at a tool's schema; the pending scenario ``json-schema-2020-12`` does, and is run here too, with the
+``elicitation``, so lazymcp treats it as a stock client: its ``tools/list`` gets the ``describe_tools``
+and ``search_tools`` meta-tools, then stubs with ``inputSchema: {"type": "object"}``. No active scenario
+looks at a tool's schema; the pending scenario ``json-schema-2020-12`` does, and is run here too, with the
 outcome the design implies (see ``tests/interop/README.md``): it fails in the default lazy mode, and
 passes with ``stock_default="eager"``, a deviation used for that scenario only. The other pending
 scenario, ``server-sse-polling``, reports no failure in either configuration. Next to
@@ -281,7 +281,8 @@ def test_the_suite_s_client_is_a_stock_client_and_gets_the_lazy_listing(
         "{}",  # dns-rebinding-protection's raw initialize
     }
     [listing] = seen.suites["active"].scenarios["tools-list"]
-    assert listing["details"]["tools"][0] == "describe_tools"  # the meta-tool: stock stubs were listed
+    # the default describe mode's two meta-tools: stock stubs were listed
+    assert listing["details"]["tools"][:2] == ["describe_tools", "search_tools"]
 
 
 @pytest.mark.parametrize("configuration", ["direct", "proxy"])

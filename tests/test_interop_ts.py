@@ -7,7 +7,8 @@ catalog, default options) and against ``lazymcp proxy`` wrapping the reference s
 streamable HTTP (``--http``, a process started here). Each configuration runs the script twice:
 
 - as a stock client (capabilities ``{}``): the SDK's own validated ``listTools()`` takes the stock
-  stubs and the ``describe_tools`` meta-tool, ``callTool`` calls tools it knows only from a stub;
+  stubs and the ``describe_tools`` and ``search_tools`` meta-tools, ``callTool`` calls tools it knows
+  only from a stub;
 - as a declaring client (``capabilities.extensions["io.lazymcp/lazy-tools"] = {}``, a member the
   TS SDK's schema has): its default listing is bare stubs, which only a raw request can take.
 
@@ -37,6 +38,7 @@ from .interop.support import CACHE, HOST, INTEROP, TS_SDK, free_port, lazymcp, n
 
 EXT_ID = "io.lazymcp/lazy-tools"
 META_TOOL = "describe_tools"
+SEARCH_TOOL = "search_tools"
 DEFAULT_SETTINGS = {"describeBatchMax": 100, "summaryMaxChars": 80, "stockDefault": "lazy", "pageSize": None}
 SCRIPT_TIMEOUT = 60.0
 """Bound on one run of the script (it bounds itself at 40 s, and each request at 15 s)."""
@@ -98,11 +100,12 @@ def check_lazy_side(steps: dict[str, Any], full: list[dict[str, Any]], case: dic
         assert [stub["name"] for stub in stubs] == names
         assert all(set(stub) <= {"name", "description"} for stub in stubs)
         assert value(steps, "rawLazyTrue") == stubs
-    else:  # LT-07: valid MCP stubs and the meta-tool first, accepted by the SDK's schema validation
+    else:  # LT-07: valid MCP stubs after the two meta-tools, accepted by the SDK's schema validation
         listed = value(steps, "listTools")
         assert listed["nextCursor"] is None
-        meta, *stubs = listed["tools"]
-        assert meta["name"] == META_TOOL and meta["inputSchema"]["required"] == ["names"]
+        describe_meta, search_meta, *stubs = listed["tools"]  # the default describe mode lists both meta-tools
+        assert describe_meta["name"] == META_TOOL and describe_meta["inputSchema"]["required"] == ["names"]
+        assert search_meta["name"] == SEARCH_TOOL and search_meta["inputSchema"]["required"] == ["query"]
         assert [stub["name"] for stub in stubs] == names
         for stub in stubs:
             assert stub["inputSchema"] == {"type": "object"}

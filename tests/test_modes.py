@@ -73,15 +73,27 @@ def answered(outcome: Answer | Run | None) -> dict[str, Any]:
 def test_a_mode_changes_only_a_stock_clients_default_listing(mode: str) -> None:
     modes = catalog(mode=mode, core_tools=("add",) if mode in ("core", "dynamic") else ())
     plain = catalog()
+    # Outside describe mode a stock lazy listing carries describe_tools alone (describe mode's default
+    # meta_tools, search_tools, is describe mode's own): describe mode with no extra meta-tools.
+    one_meta = catalog(meta_tools=())
     session = Session() if mode == "dynamic" else None
     for params, declared in (({}, True), ({"lazy": False}, False), ({"lazy": True}, False), ({"lazy": True}, True)):
-        expected = list_tools(plain, params, declared=declared, session=None)
+        stock_lazy = params == {"lazy": True} and not declared
+        baseline = one_meta if stock_lazy and mode != "describe" else plain
+        expected = list_tools(baseline, params, declared=declared, session=None)
         assert list_tools(modes, params, declared=declared, session=session) == expected
+    stock = list_tools(modes, {"lazy": True}, declared=False, session=session)
+    metas = ["describe_tools", "search_tools"] if mode == "describe" else ["describe_tools"]
+    assert names(stock) == [*metas, *NAMES]
+    assert stock["tools"][len(metas) :] == list_tools(plain, {"lazy": True}, declared=False, session=None)["tools"][2:]
 
 
 @pytest.mark.requirement("LT-19")
-def test_describe_mode_lists_describe_tools_alone_unless_more_meta_tools_are_configured() -> None:
-    assert names(list_tools(catalog(), {}, declared=False, session=None)) == ["describe_tools", *NAMES]
+def test_describe_mode_lists_describe_tools_and_search_tools_unless_other_meta_tools_are_configured() -> None:
+    default = list_tools(catalog(), {}, declared=False, session=None)
+    assert names(default) == ["describe_tools", "search_tools", *NAMES]
+    assert all(entry["inputSchema"] == {"type": "object"} for entry in default["tools"][2:])
+    assert names(list_tools(catalog(meta_tools=()), {}, declared=False, session=None)) == ["describe_tools", *NAMES]
     wider = catalog(meta_tools=("search_tools", "list_tool_categories"))
     listing = list_tools(wider, {}, declared=False, session=None)
     assert names(listing) == ["describe_tools", "list_tool_categories", "search_tools", *NAMES]
@@ -90,7 +102,9 @@ def test_describe_mode_lists_describe_tools_alone_unless_more_meta_tools_are_con
 
 @pytest.mark.requirement("LT-19")
 def test_describe_mode_answers_search_tools_even_when_it_is_not_listed() -> None:
-    result = answered(call_tool(catalog(), {"name": "search_tools", "arguments": {"query": "weather"}}, session=None))
+    unlisted = catalog(meta_tools=())  # describe_tools alone is listed
+    assert "search_tools" not in names(list_tools(unlisted, {}, declared=False, session=None))
+    result = answered(call_tool(unlisted, {"name": "search_tools", "arguments": {"query": "weather"}}, session=None))
     assert {hit["name"] for hit in payload(result)["tools"]} == {"weather_forecast", "weather_alerts"}
     assert call_tool(catalog(), {"name": "invoke_tool", "arguments": {"name": "add"}}, session=None) is None
 

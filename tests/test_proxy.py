@@ -63,7 +63,8 @@ def test_the_router_answers_listings_from_the_upstreams_own_tools() -> None:
     [full] = router.from_client(line({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"lazy": False}}), 0)
     [stock] = router.from_client(line({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}), 0)
     assert isinstance(full, ToClient) and json.loads(full.data)["result"]["tools"] == SMALL_TOOLS
-    assert [t["name"] for t in json.loads(stock.data)["result"]["tools"]][:2] == ["describe_tools", "issues_create"]
+    stock_names = [t["name"] for t in json.loads(stock.data)["result"]["tools"]]
+    assert stock_names[:3] == ["describe_tools", "search_tools", "issues_create"]
 
 
 def test_everything_else_passes_through_as_the_same_bytes() -> None:
@@ -191,7 +192,11 @@ async def test_a_lazy_upstream_behind_the_proxy_still_hands_over_full_tools(mode
             listing = await stock.list_tools()
     assert json.dumps(full) == json.dumps(SMALL_TOOLS)
     assert result.content[0].text == '{"text":"x"}'  # type: ignore[union-attr]
-    assert [tool.name for tool in listing.tools] == ["describe_tools", *(tool["name"] for tool in SMALL_TOOLS)]
+    assert [tool.name for tool in listing.tools] == [
+        "describe_tools",
+        "search_tools",
+        *(tool["name"] for tool in SMALL_TOOLS),
+    ]
 
 
 class Peer:
@@ -360,7 +365,8 @@ async def test_a_2026_client_reaches_a_2025_only_node_server_through_the_bridge(
             stubs = await lazy.list_stubs()
             summed = await lazy.call_tool("get-sum", {"a": 2, "b": 3})
     assert version == "2026-07-28"
-    assert listing.tools[0].name == "describe_tools" and listing.tools[1].input_schema == {"type": "object"}
+    assert [tool.name for tool in listing.tools[:2]] == ["describe_tools", "search_tools"]
+    assert listing.tools[2].input_schema == {"type": "object"}
     assert echoed.content[0].text == "Echo: across eras"  # type: ignore[union-attr]
     assert "Lima" in prompt.messages[0].content.text  # type: ignore[union-attr]
     assert contents.contents[0].uri == resources.resources[0].uri

@@ -48,6 +48,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprec
 
 EXT_ID = "io.lazymcp/lazy-tools"
 META_TOOL = "describe_tools"
+SEARCH_TOOL = "search_tools"
 MODERN = "2026-07-28"
 TEST_TIMEOUT = 30.0
 """Bound on one test's whole conversation: both servers' start, every request, every wait, shutdown."""
@@ -767,9 +768,10 @@ async def test_stock_client_gets_valid_stubs_and_describe_tools_returns_the_dire
 
             listing = await proxied.list_tools()  # validated by the stock SDK: the stubs are valid MCP
             raw = (await raw_request(proxied.session, "tools/list"))["tools"]
-            assert [t.name for t in listing.tools] == [t["name"] for t in raw] == [META_TOOL, *names]
-            assert raw[0]["inputSchema"]["required"] == ["names"]  # the meta-tool, in full
-            for stub in raw[1:]:
+            assert [t.name for t in listing.tools] == [t["name"] for t in raw] == [META_TOOL, SEARCH_TOOL, *names]
+            assert raw[0]["inputSchema"]["required"] == ["names"]  # the meta-tools, in full
+            assert raw[1]["inputSchema"]["required"] == ["query"]
+            for stub in raw[2:]:
                 assert stub["inputSchema"] == {"type": "object"}
                 assert set(stub) <= {"name", "description", "inputSchema"}
 

@@ -199,12 +199,17 @@ async def test_describe_batch_accepts_exactly_the_advertised_limit(mode: str) ->
 async def test_stock_client_lists_valid_mcp_and_reaches_every_schema(mode: str) -> None:
     async with Client(InMemoryTransport(build_lazy()), mode=mode) as client:
         listing = await client.list_tools()  # the SDK validates the result against the MCP schema
-        assert [tool.name for tool in listing.tools] == ["describe_tools", "add", "echo", "forecast"]
-        for tool in listing.tools[1:]:
+        # The default describe mode lists both meta-tools, describe_tools first, ahead of the stubs.
+        assert [tool.name for tool in listing.tools] == ["describe_tools", "search_tools", "add", "echo", "forecast"]
+        for tool in listing.tools[2:]:
             assert tool.input_schema == {"type": "object"}
             assert tool.output_schema is None and tool.annotations is None and tool.title is None
         raw = await stock_list(client)
-        schema("tools-list-result-lazy.json").validate(raw)
+        assert [tool["name"] for tool in raw["tools"]] == [tool.name for tool in listing.tools]
+        listing_schema = schema("tools-list-result-lazy.json")
+        listing_schema.validate(raw)  # the captured listing, both meta-tools included
+        renamed = {**raw, "tools": [raw["tools"][0], {**raw["tools"][1], "name": "search_tool"}, *raw["tools"][2:]]}
+        assert not listing_schema.is_valid(renamed)  # a full tool that is no meta-tool is no stock stub
         described = await client.call_tool("describe_tools", {"names": ["echo", "nope"]})
         payload = json.loads(described.content[0].text)  # type: ignore[union-attr]
         schema("describe-tools-payload.json").validate(payload)
@@ -214,6 +219,17 @@ async def test_stock_client_lists_valid_mcp_and_reaches_every_schema(mode: str) 
         result = await client.call_tool("add", {"a": 2, "b": 3})
     assert result.structured_content == {"result": 5}
     assert CALLS == [("add", {"a": 2, "b": 3})]
+
+
+@pytest.mark.requirement("LT-19")
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_stock_listing_with_every_listable_meta_tool_matches_the_schema(mode: str) -> None:
+    server = build_lazy(meta_tools=["invoke_tool", "search_tools", "list_tool_categories"])
+    async with Client(InMemoryTransport(server), mode=mode) as client:
+        raw = await stock_list(client)
+    metas = ["describe_tools", "list_tool_categories", "search_tools", "invoke_tool"]
+    assert [tool["name"] for tool in raw["tools"]] == [*metas, "add", "echo", "forecast"]
+    schema("tools-list-result-lazy.json").validate(raw)
 
 
 @pytest.mark.requirement("LT-14")
@@ -267,7 +283,7 @@ async def test_pages_join_into_the_whole_listing_in_every_mode(mode: str) -> Non
         page1 = await stock.list_tools()
         page2 = await stock.list_tools(cursor=page1.next_cursor)
     assert [stub["name"] for stub in stubs] == [tool["name"] for tool in full] == ["add", "echo", "forecast"]
-    assert [t.name for t in page1.tools] == ["describe_tools", "add", "echo"]
+    assert [t.name for t in page1.tools] == ["describe_tools", "search_tools", "add", "echo"]  # meta-tools beyond P
     assert [t.name for t in page2.tools] == ["forecast"] and page2.next_cursor is None
 
 

@@ -38,6 +38,9 @@ from .conftest import CATALOGS, ERAS, SMALL_TOOLS, shared_catalog
 
 EXT_ID = "io.lazymcp/lazy-tools"
 META_TOOL = "describe_tools"
+SEARCH_TOOL = "search_tools"
+STOCK_META_TOOLS = [META_TOOL, SEARCH_TOOL]
+"""The meta-tools ahead of a stock client's stubs in the default describe mode, in the order listed."""
 INVALID_PARAMS = -32602
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 HOST = "127.0.0.1"
@@ -231,7 +234,7 @@ def plain_listing_is_stock(transport: str, mode: str) -> bool:
 @pytest.mark.requirement("LT-07")
 @pytest.mark.parametrize("mode", ERAS)
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_stock_client_lists_object_schema_stubs_after_the_describe_tools_meta_tool(
+async def test_stock_client_lists_object_schema_stubs_after_the_describe_tools_and_search_tools_meta_tools(
     transport: str, mode: str, catalog_file: Path
 ) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
@@ -239,14 +242,17 @@ async def test_stock_client_lists_object_schema_stubs_after_the_describe_tools_m
             listing = await client.list_tools()
             raw = await raw_request(client.session, "tools/list", {})
 
-    assert [tool.name for tool in listing.tools] == [META_TOOL, *NAMES]
-    assert all(tool.input_schema == {"type": "object"} for tool in listing.tools[1:])
-    assert dumped(raw["tools"][1:]) == dumped(STOCK_STUBS)  # nothing else, in this member order
+    assert [tool.name for tool in listing.tools] == [*STOCK_META_TOOLS, *NAMES]
+    assert all(tool.input_schema == {"type": "object"} for tool in listing.tools[2:])
+    assert dumped(raw["tools"][2:]) == dumped(STOCK_STUBS)  # nothing else, in this member order
     assert "nextCursor" not in raw
     meta_schema = raw["tools"][0]["inputSchema"]
     assert meta_schema["required"] == ["names"]
     assert meta_schema["properties"]["names"]["type"] == "array"
     assert meta_schema["properties"]["names"]["maxItems"] == DEFAULT_SETTINGS["describeBatchMax"]
+    search_schema = raw["tools"][1]["inputSchema"]
+    assert search_schema["required"] == ["query"]
+    assert search_schema["properties"]["query"]["type"] == "string"
 
 
 @pytest.mark.anyio
@@ -325,9 +331,10 @@ async def test_declaring_client_sees_the_advertisement_gets_bare_stubs_and_calls
     assert "nextCursor" not in explicit
     if plain_listing_is_stock(transport, mode):  # a stock client: stock stubs, whether lazy is sent or not
         for listing in (plain["tools"], explicit["tools"], stubs):
-            assert listing[0]["name"] == META_TOOL
-            assert dumped(listing[1:]) == dumped(STOCK_STUBS)
-        assert names_only["tools"][1:] == [{"name": name, "inputSchema": {"type": "object"}} for name in NAMES]
+            assert [tool["name"] for tool in listing[:2]] == STOCK_META_TOOLS
+            assert dumped(listing[2:]) == dumped(STOCK_STUBS)
+        assert [tool["name"] for tool in names_only["tools"][:2]] == STOCK_META_TOOLS
+        assert names_only["tools"][2:] == [{"name": name, "inputSchema": {"type": "object"}} for name in NAMES]
     else:
         for listing in (plain["tools"], explicit["tools"], stubs):
             assert dumped(listing) == dumped(BARE_STUBS)
@@ -437,7 +444,7 @@ async def test_listings_follow_page_size_and_their_pages_concatenate_to_the_cata
                 full = await lazy.list_full()
                 stubs = await lazy.list_stubs()
 
-    assert [tool.name for tool in first.tools] == [META_TOOL, *NAMES[:3]]  # the meta-tool is not counted
+    assert [tool.name for tool in first.tools] == [*STOCK_META_TOOLS, *NAMES[:3]]  # meta-tools are not counted
     assert first.next_cursor
     assert [tool.name for tool in second.tools] == NAMES[3:]
     assert second.next_cursor is None
@@ -445,7 +452,7 @@ async def test_listings_follow_page_size_and_their_pages_concatenate_to_the_cata
     assert dumped(full_first["tools"]) == dumped(SMALL_TOOLS[:3])
     assert full_first["nextCursor"]
     assert dumped(full) == dumped(SMALL_TOOLS)
-    expected_names = [META_TOOL, *NAMES] if plain_listing_is_stock(transport, mode) else NAMES
+    expected_names = [*STOCK_META_TOOLS, *NAMES] if plain_listing_is_stock(transport, mode) else NAMES
     assert [stub["name"] for stub in stubs] == expected_names
 
 
@@ -652,10 +659,13 @@ async def test_the_cli_http_flag_serves_streamable_http_in_both_eras(
                 async with mcp.Client(url, mode=mode) as stock:
                     listing = await stock.list_tools()
                     called = await stock.call_tool("echo", {"text": mode})
+                as_stock = stateless and mode == "legacy"  # the declaration is unknown: a stock listing
+                metas = len(STOCK_META_TOOLS) if as_stock else 0
                 seen[mode] = {
                     "supports": supports,
                     "full": dumped(full),
-                    "stubs": dumped(stubs[1:] if stateless and mode == "legacy" else stubs),
+                    "metas": [stub["name"] for stub in stubs[:metas]],
+                    "stubs": dumped(stubs[metas:]),
                     "described": json.dumps(described),
                     "listed": [tool.name for tool in listing.tools],
                     "called": json.loads(text_of(called)),
@@ -665,8 +675,9 @@ async def test_the_cli_http_flag_serves_streamable_http_in_both_eras(
         assert seen[mode] == {
             "supports": True,
             "full": dumped(SMALL_TOOLS),
+            "metas": STOCK_META_TOOLS if stateless and mode == "legacy" else [],
             "stubs": dumped(STOCK_STUBS if stateless and mode == "legacy" else BARE_STUBS),
             "described": json.dumps(SMALL_TOOLS[0]),
-            "listed": [META_TOOL, *NAMES],
+            "listed": [*STOCK_META_TOOLS, *NAMES],
             "called": {"text": mode},
         }, mode
