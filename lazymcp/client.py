@@ -39,6 +39,19 @@ async def raw_request(session: ClientSession, method: str, params: dict[str, Any
     return await session._dispatcher.send_raw_request(method, data["params"], opts)  # pyright: ignore[reportPrivateUsage]
 
 
+async def list_all(session: ClientSession, params: dict[str, Any]) -> list[Any]:
+    """Every entry of a ``tools/list`` with these params, following ``nextCursor`` (a bounded number of pages)."""
+    tools: list[Any] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page = await raw_request(session, "tools/list", params if cursor is None else {**params, "cursor": cursor})
+        tools.extend(page.get("tools", []))
+        cursor = page.get("nextCursor")
+        if not cursor:
+            break
+    return tools
+
+
 class LazyClient:
     """An MCP client session that speaks the lazy-tools extension.
 
@@ -94,15 +107,7 @@ class LazyClient:
         return await raw_request(self.session, method, params)
 
     async def _all_pages(self, params: dict[str, Any]) -> list[Any]:
-        tools: list[Any] = []
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            page = await self.request("tools/list", params if cursor is None else {**params, "cursor": cursor})
-            tools.extend(page.get("tools", []))
-            cursor = page.get("nextCursor")
-            if not cursor:
-                break
-        return tools
+        return await list_all(self.session, params)
 
     async def list_stubs(self, detail: Detail = "summary") -> list[ToolStub]:
         """Every tool as a stub (all pages). A server without the extension: stubs made here."""

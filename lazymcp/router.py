@@ -103,18 +103,13 @@ def _meta(params: Mapping[str, Any]) -> Mapping[str, Any]:
     return cast(Mapping[str, Any], meta) if isinstance(meta, dict) else {}
 
 
-def _field(value: object, key: str) -> object:
-    """``value[key]`` when ``value`` is a JSON object, else None."""
-    return cast(dict[str, object], value).get(key) if isinstance(value, dict) else None
-
-
 def _declares(capabilities: object) -> bool:
-    extensions = _field(capabilities, "extensions")
+    extensions = jsonrpc.field(capabilities, "extensions")
     return isinstance(extensions, dict) and EXT_ID in extensions
 
 
 def _server_name(server_info: object) -> str | None:
-    name = _field(server_info, "name")
+    name = jsonrpc.field(server_info, "name")
     return name if isinstance(name, str) and name else None
 
 
@@ -257,8 +252,8 @@ class Router:
             capabilities = self._advertise(self._upstream_init)["capabilities"]
             return [ToClient(jsonrpc.result_line(request_id, eras.discover_result(self._upstream_init, capabilities)))]
         if method == "subscriptions/listen":
-            wanted = _field(params, "notifications")
-            honored = frozenset(key for key in eras.LIST_CHANGED.values() if _field(wanted, key) is True)
+            wanted = jsonrpc.field(params, "notifications")
+            honored = frozenset(key for key in eras.LIST_CHANGED.values() if jsonrpc.field(wanted, key) is True)
             self._listens[id_key(request_id)] = (request_id, honored)
             ack = {"notifications": dict.fromkeys(sorted(honored), True), "_meta": {SUBSCRIPTION_ID_KEY: request_id}}
             return [ToClient(jsonrpc.notification_line("notifications/subscriptions/acknowledged", ack))]
@@ -349,7 +344,7 @@ class Router:
         if pending.method == "server/discover" and self.upstream_era is None:
             self.upstream_era = "modern" if isinstance(result, dict) else "legacy"
         if isinstance(result, dict) and key == self._init_key:
-            self._server_name = _server_name(_field(cast(object, result), "serverInfo"))
+            self._server_name = _server_name(jsonrpc.field(cast(object, result), "serverInfo"))
         if isinstance(result, dict) and (key == self._init_key or pending.method == "server/discover"):
             return [ToClient(jsonrpc.encode({**message, "result": self._advertise(cast(dict[str, Any], result))}))]
         if pending.bridged and isinstance(result, dict):
@@ -441,10 +436,10 @@ class Router:
         if pending.method != "tools/list":
             return []  # the proxy's listen stream ended
         result = message.get("result")
-        if _field(message.get("error"), "code") == -32601:
+        if jsonrpc.field(message.get("error"), "code") == -32601:
             result = {"tools": cast(list[Tool], [])}  # a server without tools: nothing to list, the rest to relay
         if not isinstance(result, dict):
-            detail = _field(message.get("error"), "message") or "no result"
+            detail = jsonrpc.field(message.get("error"), "message") or "no result"
             return self._fetch_failed(f"the upstream's tools/list failed: {detail}")
         result = cast(dict[str, Any], result)
         tools = result.get("tools")
@@ -509,7 +504,7 @@ class Router:
     def _upstream_initialized(self, message: Message, now: float) -> list[Action]:
         result = message.get("result")
         if not isinstance(result, dict):
-            detail = _field(message.get("error"), "message") or "no result"
+            detail = jsonrpc.field(message.get("error"), "message") or "no result"
             return self.upstream_failed(f"the upstream refused the proxy's initialize: {detail}")
         self._upstream_init = cast(dict[str, Any], result)
         if "serverInfo" in self._upstream_init:

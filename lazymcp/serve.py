@@ -66,9 +66,10 @@ def build_server(tools: Sequence[Tool], options: Options | None = None, *, name:
             close = suggest(params.name, catalog.name_index())
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
             return _text(f"Unknown tool: {params.name!r}.{hint}", is_error=True)
-        refused = check_arguments(params.name, catalog.validator(params.name), params.arguments)
-        if refused is not None:
-            return types.CallToolResult.model_validate(refused)
+        if not catalog.options.check_arguments:  # otherwise the middleware checked them before this call
+            refused = check_arguments(params.name, catalog.validator(params.name), params.arguments)
+            if refused is not None:
+                return types.CallToolResult.model_validate(refused)
         return _text(orjson.dumps(params.arguments or {}).decode())
 
     server: Server[Any] = Server(name, version=__version__, on_call_tool=call_tool, get_tool_input_schema=input_schema)

@@ -14,7 +14,7 @@ from typing import Any
 from mcp import Client
 
 from lazymcp.catalog import Catalog
-from lazymcp.client import LazyClient, raw_request
+from lazymcp.client import LazyClient, list_all
 from lazymcp.messages import DETAILS, Tool
 from lazymcp.modes import list_tools
 from lazymcp.options import Options
@@ -49,18 +49,6 @@ class Report:
         return asdict(self)
 
 
-async def _all_pages(session: Any, params: dict[str, Any]) -> list[Any]:
-    tools: list[Any] = []
-    cursor: str | None = None
-    for _ in range(10_000):
-        page = await raw_request(session, "tools/list", params if cursor is None else {**params, "cursor": cursor})
-        tools.extend(page.get("tools", []))
-        cursor = page.get("nextCursor")
-        if not cursor:
-            break
-    return tools
-
-
 async def collect(target: Any, stock_target: Any | None = None, **client_kwargs: Any) -> Report:
     """Measure every listing mode of the server at ``target`` (anything ``mcp.Client`` takes).
 
@@ -75,10 +63,10 @@ async def collect(target: Any, stock_target: Any | None = None, **client_kwargs:
         listings["full"] = full
         if native:
             for detail in DETAILS:
-                listings[f"stubs:{detail}"] = await _all_pages(client.session, {"lazy": True, "detail": detail})
+                listings[f"stubs:{detail}"] = await list_all(client.session, {"lazy": True, "detail": detail})
     if native:
         async with Client(stock_target if stock_target is not None else target, **client_kwargs) as stock:
-            listings["stock"] = await _all_pages(stock.session, {"lazy": True})
+            listings["stock"] = await list_all(stock.session, {"lazy": True})
     else:
         listings |= computed_listings(full, Options())
     return report(server, native, listings)
