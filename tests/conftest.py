@@ -18,6 +18,15 @@ ERAS = ("legacy", "2026-07-28")
 """Client modes: the 2025-11-25 handshake era and the 2026-07-28 modern era."""
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (loopback only)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def shared_catalog(name: str) -> list[dict[str, Any]]:
     """A real captured catalog from ../shared/catalogs (the test is skipped where it is absent)."""
     path = CATALOGS / f"{name}.json"

@@ -38,6 +38,7 @@ from mcp import Client
 
 from lazymcp.client import raw_request
 
+from .conftest import free_port
 from .interop.conformance_server import JSON_SCHEMA_TOOL_INPUT
 from .interop.support import (
     CACHE,
@@ -46,7 +47,6 @@ from .interop.support import (
     INTEROP,
     NODE_22,
     Served,
-    free_port,
     lazymcp,
     node_22,
     npm_packages,

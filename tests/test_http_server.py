@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -15,16 +14,10 @@ from mcp import Client
 
 from lazymcp import LazyClient
 
-from .conftest import ERAS
+from .conftest import ERAS, free_port
 from .test_sdk import build_lazy
 
 pytestmark = pytest.mark.anyio
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @asynccontextmanager

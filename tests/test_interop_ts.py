@@ -34,7 +34,8 @@ from mcp import Client, StdioServerParameters
 from lazymcp.client import raw_request
 from lazymcp.sample import sample_tools
 
-from .interop.support import CACHE, HOST, INTEROP, TS_SDK, free_port, lazymcp, node, npm_packages, serving
+from .conftest import free_port
+from .interop.support import CACHE, HOST, INTEROP, TS_SDK, lazymcp, node, npm_packages, serving
 
 EXT_ID = "io.lazymcp/lazy-tools"
 META_TOOL = "describe_tools"

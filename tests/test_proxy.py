@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 from lazymcp import EXT_ID, LazyClient
 from lazymcp.router import Fail, Router, ToClient, ToServer
 
-from .conftest import ERAS, SMALL_TOOLS
+from .conftest import ERAS, SMALL_TOOLS, free_port
 
 SERVERS = Path(__file__).with_name("servers")
 TIMEOUT = 20
@@ -375,14 +375,6 @@ async def test_a_2026_client_reaches_a_2025_only_node_server_through_the_bridge(
 
 
 # --- over HTTP ----------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @asynccontextmanager

@@ -9,7 +9,6 @@ of the extension) and ``LazyClient`` (which declares it).
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -34,7 +33,7 @@ from lazymcp.sample import sample_tools
 from lazymcp.sdk import LazyTools
 from lazymcp.serve import build_server, load_tools, serve_http
 
-from .conftest import CATALOGS, ERAS, SMALL_TOOLS, shared_catalog
+from .conftest import CATALOGS, ERAS, SMALL_TOOLS, free_port, shared_catalog
 
 EXT_ID = "io.lazymcp/lazy-tools"
 META_TOOL = "describe_tools"
@@ -80,12 +79,6 @@ def catalog_file(tmp_path: Path) -> Path:
 
 
 # --- servers -----------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
 
 
 async def wait_for_port(port: int, process: Process | None = None) -> None:

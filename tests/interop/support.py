@@ -101,12 +101,6 @@ def lazymcp(*args: str) -> list[str]:
 # --- servers on a port -------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
-
-
 @dataclass
 class Served:
     """A server process listening on ``url``; its output goes to ``log``."""
