@@ -53,7 +53,7 @@ from lazymcp.catalog import Catalog
 from lazymcp.client import raw_request
 from lazymcp.errors import UnknownTool
 from lazymcp.messages import EXT_ID, Tool
-from lazymcp.methods import describe, describe_batch, list_tools, parse_list_params, resolve_shape
+from lazymcp.methods import Caller, dispatch
 
 ERA = "legacy"
 PROTOCOL_VERSION = "2025-11-25"
@@ -260,16 +260,19 @@ def handler_ops(tools: Sequence[Tool], names: Names) -> dict[str, Callable[[int]
         dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return wire.serialize_server_result("tools/list", PROTOCOL_VERSION, dumped)
 
+    aware = Caller(declared=True)
+
     def listing(params: dict[str, Any], declared: bool) -> Callable[[int], Any]:
+        caller = Caller(declared=declared)
+
         def run(i: int) -> Any:
-            request = parse_list_params(params)
-            return list_tools(catalog, request, resolve_shape(request, declared=declared, stock_default="lazy"))
+            return dispatch("tools/list", catalog, params, caller)
 
         return run
 
     def unknown(i: int) -> Any:
         try:
-            describe(catalog, {"name": names.typo})
+            dispatch("tools/describe", catalog, {"name": names.typo}, aware)
         except UnknownTool as exc:
             return exc
 
@@ -278,12 +281,12 @@ def handler_ops(tools: Sequence[Tool], names: Names) -> dict[str, Callable[[int]
         "tools/list": listing({}, True),
         "tools/list stock": listing({}, False),
         "tools/list lazy=false": listing({"lazy": False}, True),
-        "tools/describe": lambda i: describe(catalog, {"name": names.pick(i)}),
+        "tools/describe": lambda i: dispatch("tools/describe", catalog, {"name": names.pick(i)}, aware),
         "tools/describe unknown": unknown,
     }
     for k in (1, 10, 100):
         batch = {"names": names.batches[k]}
-        ops[f"describe_batch {k}"] = lambda i, batch=batch: describe_batch(catalog, batch)
+        ops[f"describe_batch {k}"] = lambda i, batch=batch: dispatch("tools/describe_batch", catalog, batch, aware)
     for op in ops.values():  # build every listing before timing: the first request's cost is in section 3
         op(0)
     return ops

@@ -12,11 +12,9 @@
 
 from __future__ import annotations
 
-import dis
 import gc
 import linecache
 import os
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -46,7 +44,7 @@ from lazymcp import stubs as stubs_module
 from lazymcp.catalog import Catalog
 from lazymcp.client import raw_request
 from lazymcp.messages import Detail, Shape, Tool
-from lazymcp.methods import describe
+from lazymcp.methods import Caller, dispatch
 
 LISTINGS: tuple[tuple[Shape, Detail], ...] = (
     ("full", "description"),
@@ -122,7 +120,8 @@ def flat_handler(sizes: tuple[int, int], rounds: Rounds, seed: int) -> dict[str,
 
     def op(size: int) -> Callable[[int], Any]:
         catalog = catalogs[size]
-        return lambda i: describe(catalog, {"name": asked[i % len(asked)]})
+        aware = Caller(declared=True)
+        return lambda i: dispatch("tools/describe", catalog, {"name": asked[i % len(asked)]}, aware)
 
     ops = {f"tools/describe@{size}": op(size) for size in sizes}
     inner = {key: calibrate(fn) for key, fn in ops.items()}
@@ -203,9 +202,6 @@ def memory(source: Source) -> dict[str, Any]:
     total = _retained()
     snapshot = tracemalloc.take_snapshot()
     tracemalloc.stop()
-    # orjson.dumps returns bytes whose allocation is larger than their length; Catalog.json keeps them.
-    exact = sum(sys.getsizeof(blob) for blob in catalog.json)
-    slack = _allocated_at(snapshot, catalog_module.__file__ or "", _DUMPS_LINES) - exact
     by_line = _by_line(snapshot)
     del catalog
     return {
@@ -217,32 +213,11 @@ def memory(source: Source) -> dict[str, Any]:
         "cache_over_json": ratio(total, json_bytes),
         "tools_over_json": ratio(tools_bytes, json_bytes),
         "by_line": by_line,
-        "json_blobs_exact_bytes": exact,
-        "json_blobs_slack_bytes": slack,
-        "cache_over_json_without_slack": ratio(total - slack, json_bytes),
     }
 
 
-def _calls_of(function: Callable[..., Any], name: str) -> frozenset[int]:
-    """The source lines of ``function`` (as loaded, whatever the file says now) that use ``name``."""
-    return frozenset(
-        ins.positions.lineno
-        for ins in dis.get_instructions(function)
-        if ins.argval == name and ins.positions is not None and ins.positions.lineno is not None
-    )
-
-
-_DUMPS_LINES = _calls_of(Catalog.build.__func__, "dumps")  # pyright: ignore[reportFunctionMemberAccess]
 for _module in (catalog_module, stubs_module):  # keep the source as imported, for the by-line report
     linecache.getlines(_module.__file__ or "")
-
-
-def _allocated_at(snapshot: tracemalloc.Snapshot, filename: str, lines: frozenset[int]) -> int:
-    return sum(
-        stat.size
-        for stat in snapshot.statistics("lineno")
-        if stat.traceback[0].filename == filename and stat.traceback[0].lineno in lines
-    )
 
 
 def _by_line(snapshot: tracemalloc.Snapshot, top: int = 8) -> dict[str, int]:
@@ -364,8 +339,6 @@ def render(section: dict[str, Any]) -> str:
             "listings",
             "cache total",
             "cache/JSON",
-            "orjson slack",
-            "w/o slack",
         ],
     )
     for entry in section["memory"]:
@@ -380,8 +353,6 @@ def render(section: dict[str, Any]) -> str:
             listings,
             entry["cache_bytes"],
             times(entry["cache_over_json"]),
-            entry["json_blobs_slack_bytes"],
-            times(entry["cache_over_json_without_slack"]),
         )
     parts.append(mem.render())
     largest = max(section["memory"], key=lambda e: e["tools"], default=None)

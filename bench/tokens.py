@@ -14,7 +14,7 @@ from typing import Any
 from bench.common import Config, Source, Table, pct, real_catalogs, seeded_sample, synthetic, times
 from lazymcp.catalog import Catalog
 from lazymcp.messages import Detail, Shape, Tool
-from lazymcp.modes import list_tools
+from lazymcp.methods import Caller, list_tools
 from lazymcp.tokens import Size
 
 SESSION_DESCRIBES = 3
@@ -44,7 +44,7 @@ FLOOR = "bare:name"
 def listing(catalog: Catalog, mode: Mode) -> list[Any]:
     """What a server serves in ``mode``: a stock client gets the default mode's meta-tools too."""
     if mode.shape == "stock":
-        return list_tools(catalog, {"lazy": True}, declared=False, session=None)["tools"]
+        return list_tools(catalog, {"lazy": True}, Caller()).result["tools"]
     return catalog.page(mode.shape, mode.detail, None)["tools"]
 
 

@@ -14,8 +14,7 @@ from lazymcp.options import Options
 from lazymcp.sdk import LazyTools, lazify
 from lazymcp.stubs import summarize
 from lazymcp.tokens import count_tokens
-
-__version__ = "0.1.0"
+from lazymcp.version import __version__
 
 __all__ = [
     "EXT_ID",

@@ -2,8 +2,8 @@
 
 Theory of operation. A ``Catalog`` is built once per version of the tool list and never changes;
 a tool added or removed makes a new ``Catalog`` (LT-16). Building it serializes every tool once
-with orjson: the bytes give the version hash (content-addressed, so two servers with the same tools
-agree on it) and the byte and token accounting, and the proxy writes them to the wire as they are.
+with orjson, to check it is JSON and to hash it: the version hash is content-addressed, so two
+servers with the same tools agree on it. The bytes are not kept.
 Listings of each (shape, detail) are built on first use and kept, so a lazy ``tools/list`` is a
 slice of a ready list, never a full listing stripped down, and ``tools/describe`` is a dict lookup.
 So are the things only some modes need (§17): each tool's resolved metadata, the categories and the
@@ -22,7 +22,7 @@ import orjson
 from jsonschema.protocols import Validator
 
 from lazymcp.arguments import compile_validator
-from lazymcp.errors import CatalogError, InvalidParams, NameIndex
+from lazymcp.errors import CatalogError, InvalidParams
 from lazymcp.messages import (
     DESCRIBE_TOOLS,
     EXT_ID,
@@ -43,6 +43,7 @@ from lazymcp.metatools import (
     manage_tools_definition,
     search_tools_definition,
 )
+from lazymcp.names import NameIndex
 from lazymcp.options import Options
 from lazymcp.stubs import make_stub
 
@@ -72,7 +73,6 @@ class Catalog:
 
     tools: tuple[Tool, ...]
     index: dict[str, int]
-    json: tuple[bytes, ...]
     version: str
     options: Options
     meta_tool: Tool
@@ -104,7 +104,7 @@ class Catalog:
         options = options or Options()
         tool_list: list[Tool] = []
         index: dict[str, int] = {}
-        blobs: list[bytes] = []
+        digest = hashlib.sha256()
         for position, tool in enumerate(tools):
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise CatalogError(f"tool #{position} is not an object with a string 'name'")
@@ -112,23 +112,18 @@ class Catalog:
             if name in index:
                 raise CatalogError(f"duplicate tool name {name!r} (tools #{index[name]} and #{position})")
             try:
-                # A copy of exact size: orjson's own result keeps its whole growth buffer allocated,
-                # which made the cache 4.8x to 5.6x the catalog's JSON size instead of about 1.6x.
-                blobs.append(bytes(memoryview(orjson.dumps(tool))))
+                blob = orjson.dumps(tool)
             except TypeError as exc:
                 raise CatalogError(f"tool {name!r} is not JSON: {exc}") from None
-            index[name] = position
-            tool_list.append(tool)
-        digest = hashlib.sha256()
-        for blob in blobs:
             digest.update(len(blob).to_bytes(8, "big"))
             digest.update(blob)
+            index[name] = position
+            tool_list.append(tool)
         # The server's own tool wins; a meta-tool takes the first free name (spec §8, §17.7).
         meta_names = {name: _free_name(name, index) for name in META_TOOLS}
         return cls(
             tools=tuple(tool_list),
             index=index,
-            json=tuple(blobs),
             version=digest.hexdigest()[:16],
             options=options,
             meta_tool=describe_tools_definition(meta_names[DESCRIBE_TOOLS], options.describe_batch_max),

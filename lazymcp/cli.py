@@ -156,8 +156,8 @@ def _proxy(args: argparse.Namespace, command: list[str]) -> int:
 
 def _stats(args: argparse.Namespace, command: list[str]) -> int:
     from mcp import StdioServerParameters
-    from mcp.client._memory import InMemoryTransport
 
+    from lazymcp.sdk_private import memory_transport
     from lazymcp.serve import build_server
     from lazymcp.stats import collect, render
 
@@ -172,7 +172,7 @@ def _stats(args: argparse.Namespace, command: list[str]) -> int:
         target = stock_target = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     else:
         server = build_server(_catalog_tools(args.catalog)).server
-        target, stock_target = InMemoryTransport(server), InMemoryTransport(server)
+        target, stock_target = memory_transport(server), memory_transport(server)
     report = anyio.run(lambda: collect(target, stock_target))
     if args.json:
         print(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode())

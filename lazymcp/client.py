@@ -7,7 +7,7 @@ from the full listing, so code written for lazy servers runs against any server.
 The SDK client validates spec results by method name, so a stub listing (no ``inputSchema``) cannot
 go through ``Client.list_tools()``; listings and the new methods go out as raw requests instead. And
 ``call_tool`` re-lists the server before calling a tool it has not seen in a full listing, so a
-described tool is first taught to the session (both use private SDK attributes: ``mcp`` is pinned).
+described tool is first taught to the session (both reach SDK internals, through ``lazymcp.sdk_private``).
 """
 
 from __future__ import annotations
@@ -21,35 +21,28 @@ import mcp_types as types
 from mcp import Client
 from mcp.client import advertise
 from mcp.client.session import ClientSession
-from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from lazymcp import sdk_private
 from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, EXT_ID, Detail, Tool, ToolStub
+from lazymcp.paging import Pages
 from lazymcp.stubs import DEFAULT_SUMMARY_CHARS, make_stub
-
-MAX_PAGES = 10_000
 
 
 async def raw_request(session: ClientSession, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Send any request and return its result unvalidated (private SDK: ``_stamp``, ``_dispatcher``)."""
-    data: dict[str, Any] = {"method": method, "params": dict(params or {})}
-    opts: CallOptions = {}
-    session._stamp(data, opts)  # pyright: ignore[reportPrivateUsage]  # the 2026 envelope or the 2025 header
-    return await session._dispatcher.send_raw_request(method, data["params"], opts)  # pyright: ignore[reportPrivateUsage]
+    """Send any request and return its result unvalidated."""
+    return await sdk_private.send_raw(session, method, dict(params or {}))
 
 
 async def list_all(session: ClientSession, params: dict[str, Any]) -> list[Any]:
     """Every entry of a ``tools/list`` with these params, following ``nextCursor`` (a bounded number of pages)."""
-    tools: list[Any] = []
-    cursor: str | None = None
-    for _ in range(MAX_PAGES):
-        page = await raw_request(session, "tools/list", params if cursor is None else {**params, "cursor": cursor})
-        tools.extend(page.get("tools", []))
-        cursor = page.get("nextCursor")
-        if not cursor:
-            break
-    return tools
+    pages = Pages(params)
+    more = True
+    while more:
+        page = await raw_request(session, "tools/list", pages.params())
+        more = pages.add(page.get("tools", []), page.get("nextCursor"))
+    return pages.entries
 
 
 class LazyClient:
@@ -152,11 +145,10 @@ class LazyClient:
 
     def absorb(self, tools: Sequence[Tool]) -> None:
         """Teach the session these full definitions so ``call_tool`` won't re-list (private SDK)."""
-        listing = types.ListToolsResult(tools=[types.Tool.model_validate(tool) for tool in tools])
-        self.session._absorb_tool_listing(listing, complete=False)  # pyright: ignore[reportPrivateUsage]
+        sdk_private.absorb_tools(self.session, [types.Tool.model_validate(tool) for tool in tools])
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> types.CallToolResult:
         """Call a tool known only from its stub: describe it once, then call it."""
-        if name not in self.session._tool_output_schemas:  # pyright: ignore[reportPrivateUsage]  # private SDK
+        if not sdk_private.knows_tool(self.session, name):
             self.absorb([await self.describe(name)])
         return await self.client.call_tool(name, arguments)

@@ -8,19 +8,26 @@ Our exception hierarchy::
     ├── CatalogError        a tool catalog that cannot be served (duplicate names, bad file)
     └── UpstreamError       the wrapped server failed (proxy)
 
-Handlers raise these; only the adapters (``lazymcp.sdk``) turn them into wire errors.
+Handlers raise these; the adapters turn them into wire errors (``lazymcp.jsonrpc.error_from``, or the
+SDK's ``MCPError`` in ``lazymcp.sdk``). Name suggestions live in ``lazymcp.names``.
 """
 
 from __future__ import annotations
 
-import difflib
-from collections import Counter
 from collections.abc import Iterable
 from enum import IntEnum
 from typing import Any
 
+from lazymcp.names import MAX_NAME, NameIndex, suggest
+
 
 class ErrorCode(IntEnum):
+    """Every JSON-RPC error code lazymcp sends."""
+
+    #: JSON-RPC: the line is not JSON.
+    PARSE_ERROR = -32700
+    #: JSON-RPC: not a valid request object (bad id, method not a string, ...).
+    INVALID_REQUEST = -32600
     #: JSON-RPC: the method does not exist (a server without the extension answers tools/describe so).
     METHOD_NOT_FOUND = -32601
     #: JSON-RPC: invalid method parameters; spec/lazy-tools.md "Errors" (every malformed lazy-tools param).
@@ -75,51 +82,13 @@ class UpstreamError(LazyMCPError):
     code = ErrorCode.UPSTREAM_ERROR
 
 
-def suggest(name: str, known: NameIndex | Iterable[str], limit: int = 3) -> list[str]:
-    """Up to ``limit`` known names close to ``name``, best first: a case-insensitive match, then difflib's."""
-    index = known if isinstance(known, NameIndex) else NameIndex(known)
-    return index.suggest(name, limit)
-
-
-MAX_NAME = 256
-"""Longer names get no suggestions: bounded work for hostile input."""
-SHORTLIST = 64
-"""Names compared in full by difflib, chosen by shared trigrams; a smaller catalog is compared whole."""
-
-
-def _trigrams(text: str) -> set[str]:
-    padded = f"  {text} "
-    return {padded[i : i + 3] for i in range(len(padded) - 2)}
-
-
-class NameIndex:
-    """Known names, indexed once by trigram so a suggestion costs the same at 100 or 10,000 names.
-
-    difflib against every name cost 104 ms per unknown name at 10,000 tools, and any client can ask
-    for that; here it compares only the names that share the most trigrams with the query.
-    """
-
-    def __init__(self, names: Iterable[str]) -> None:
-        self.names = list(dict.fromkeys(names))
-        self._folded: dict[str, list[str]] = {}
-        self._postings: dict[str, list[int]] = {}
-        for position, known in enumerate(self.names):
-            folded = known.casefold()
-            self._folded.setdefault(folded, []).append(known)
-            for gram in _trigrams(folded):
-                self._postings.setdefault(gram, []).append(position)
-
-    def suggest(self, name: str, limit: int = 3) -> list[str]:
-        if len(name) > MAX_NAME or not self.names:
-            return []
-        folded = name.casefold()
-        same = self._folded.get(folded, [])
-        if len(self.names) <= SHORTLIST:
-            candidates = self.names
-        else:
-            shared: Counter[int] = Counter()
-            for gram in _trigrams(folded):
-                shared.update(self._postings.get(gram, ()))
-            candidates = [self.names[position] for position, _ in shared.most_common(SHORTLIST)]
-        close = difflib.get_close_matches(name, candidates, n=limit, cutoff=0.6)
-        return list(dict.fromkeys(same + close))[:limit]
+__all__ = [
+    "CatalogError",
+    "ErrorCode",
+    "InvalidParams",
+    "LazyMCPError",
+    "NameIndex",
+    "UnknownTool",
+    "UpstreamError",
+    "suggest",
+]

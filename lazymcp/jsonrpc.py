@@ -77,8 +77,8 @@ def notification_line(method: str, params: dict[str, Any] | None = None) -> byte
     return encode(message)
 
 
-INVALID_REQUEST = -32600
-PARSE_ERROR = -32700
+INVALID_REQUEST = ErrorCode.INVALID_REQUEST
+PARSE_ERROR = ErrorCode.PARSE_ERROR
 UPSTREAM = ErrorCode.UPSTREAM_ERROR
 
 

@@ -43,15 +43,6 @@ class ToolStub(TypedDict):
     inputSchema: NotRequired[dict[str, Any]]
 
 
-class DescribeResult(TypedDict):
-    tool: Tool
-
-
-class DescribeBatchResult(TypedDict):
-    tools: list[Tool]
-    unknown: list[str]
-
-
 class ServerSettings(TypedDict):
     """Advertised at ``capabilities.extensions[EXT_ID]``."""
 

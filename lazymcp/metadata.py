@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, cast
 
-import orjson
-
 from lazymcp.errors import CatalogError
+from lazymcp.files import read_json
 from lazymcp.messages import EXT_ID, Tool
 from lazymcp.stubs import DEFAULT_SUMMARY_CHARS, declared_summary, shorten, summarize
 
@@ -154,12 +153,7 @@ def load_metadata(path: str | Path, *, limit: int | None = DEFAULT_SUMMARY_CHARS
     Raises:
         CatalogError: the file is missing, not JSON, or not valid metadata.
     """
-    try:
-        data = orjson.loads(Path(path).read_bytes())
-    except OSError as exc:
-        raise CatalogError(f"cannot read metadata file {str(path)!r}: {exc.strerror or exc}") from None
-    except orjson.JSONDecodeError as exc:
-        raise CatalogError(f"metadata file {str(path)!r} is not JSON: {exc}") from None
+    data = read_json(path, "metadata file")
     return parse_metadata(data, source=f"metadata file {str(path)!r}", limit=limit)
 
 
@@ -211,6 +205,21 @@ def declared_in_tool(tool: Tool) -> ToolMeta:
         else (),
         deprecated=deprecated if isinstance(deprecated, bool | str) and deprecated else None,
     )
+
+
+def check_author_summaries(tools: Iterable[Tool], limit: int) -> None:
+    """The summaries a server's author declared in its own tools' ``_meta`` fit in ``limit`` characters.
+
+    Raises:
+        CatalogError: one does not; the message names the tool.
+    """
+    for tool in tools:
+        summary = declared_in_tool(tool).summary
+        if summary is not None and len(summary) > limit:
+            raise CatalogError(
+                f"tool {tool['name']!r}: the summary in its _meta is {len(summary)} characters, "
+                f"more than the limit of {limit}: {summary!r}"
+            )
 
 
 def derive_category(name: str, origin: str | None) -> str:

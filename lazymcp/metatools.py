@@ -15,8 +15,8 @@ from typing import Any, Final
 
 import orjson
 
-from lazymcp.errors import NameIndex, suggest
 from lazymcp.messages import Tool
+from lazymcp.names import NameIndex, suggest
 
 MAX_SUGGESTED = 10
 """Unknown names in one ``describe_tools`` call that get suggestions."""

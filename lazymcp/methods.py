@@ -1,20 +1,43 @@
-"""Pure handlers for the lazy-tools methods: JSON params in, JSON result out (spec/lazy-tools.md).
+"""The one door of every ``tools/*`` request: ``METHODS`` maps each method to a pure handler.
 
-No I/O and no SDK here: the adapters (``lazymcp.sdk``, the proxy) decide who is asking and carry
-results to the wire. Every malformed parameter raises ``InvalidParams`` naming the field (LT-13).
+Each handler takes the catalog, the request's params and the ``Caller`` (era, declaration, dynamic
+session) and returns an ``Answer`` (the result, enveloped for its era), a ``Run`` (run this real tool
+upstream with these arguments) or ``FORWARD`` (run the call upstream as it came). The SDK adapter and
+the proxy router call ``dispatch`` once per request and carry the outcome to the wire; the modes
+(``lazymcp.modes``) shape what a stock client's listing and meta-tool calls hold. Every malformed
+parameter raises ``InvalidParams`` naming the field (LT-13). No I/O and no SDK here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Final, cast
 
-from lazymcp.arguments import check_arguments
+from lazymcp import modes
+from lazymcp.bridge import Envelope
 from lazymcp.catalog import Catalog
 from lazymcp.errors import InvalidParams, UnknownTool
-from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DETAILS, Detail, Shape, StockDefault
-from lazymcp.metatools import describe_tools_result
+from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DESCRIBE_TOOLS, DETAILS, EXT_ID, Detail, Shape, StockDefault
+from lazymcp.modes import Answer, DynamicSession, Forward, Outcome, Run
+from lazymcp.options import Options
+
+__all__ = ["FORWARD", "METHODS", "Answer", "Caller", "Forward", "Run", "dispatch"]
+
+FORWARD: Final = Forward()
+"""The outcome of a call that is the server's to run as it came."""
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who sent a request, as far as the lazy-tools rules care."""
+
+    declared: bool = False
+    """The client declared the extension (LT-03)."""
+    session: DynamicSession | None = None
+    """Its dynamic-mode session, when it can have one (a 2025-11-25 connection with a back channel)."""
+    envelope: Envelope | None = None
+    """The 2026-07-28 result envelope of the server it talks to; None on 2025-11-25."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +47,20 @@ class ListRequest:
     cursor: str | None = None
     lazy: bool | None = None
     detail: Detail = "summary"
+
+
+def declares(extensions: object) -> bool:
+    """Does a client's ``capabilities.extensions`` declare the extension (LT-03)?"""
+    return isinstance(extensions, Mapping) and EXT_ID in extensions
+
+
+def advertise(result: Mapping[str, Any], options: Options) -> dict[str, Any]:
+    """An ``initialize`` or ``server/discover`` result with the extension advertised (LT-02)."""
+    capabilities = dict(cast(Mapping[str, Any], result.get("capabilities") or {}))
+    capabilities["extensions"] = {**(capabilities.get("extensions") or {}), EXT_ID: dict(options.settings())}
+    if isinstance(capabilities.get("tools"), dict):
+        capabilities["tools"] = {**capabilities["tools"], "listChanged": True}
+    return {**result, "capabilities": capabilities}
 
 
 def _object(params: object) -> Mapping[str, Any]:
@@ -74,9 +111,33 @@ def resolve_shape(request: ListRequest, *, declared: bool, stock_default: StockD
     return "bare" if declared else "stock"
 
 
-def list_tools(catalog: Catalog, request: ListRequest, shape: Shape) -> dict[str, Any]:
-    """One page of the listing: ``{"tools": [...], "nextCursor"?}``."""
-    return catalog.page(shape, request.detail, request.cursor)
+# --- the handlers --------------------------------------------------------------------------------
+
+
+def list_tools(catalog: Catalog, params: object, caller: Caller) -> Answer:
+    """``tools/list``: the extension's listing (§4), or the mode's for a stock client (§17).
+
+    Raises:
+        InvalidParams: a malformed ``lazy``, ``detail`` or ``cursor``.
+    """
+    request = parse_list_params(params)
+    options = catalog.options
+    mode = modes.effective_mode(catalog, caller.session)
+    if caller.declared or request.lazy is not None or (mode == "describe" and options.stock_default == "lazy"):
+        shape = resolve_shape(request, declared=caller.declared, stock_default=options.stock_default)
+        if shape != "stock" or options.stock_meta_tools == (DESCRIBE_TOOLS,):
+            return Answer(catalog.page(shape, request.detail, request.cursor))
+        return Answer(modes.stock_listing(catalog, mode, request.detail, request.cursor))
+    return Answer(modes.mode_listing(catalog, mode, request.detail, request.cursor, caller.session))
+
+
+def call_tool(catalog: Catalog, params: object, caller: Caller) -> Outcome:
+    """``tools/call``: a meta-tool's answer, a refusal of bad arguments (LT-14), or the call to run."""
+    params = _object(params)
+    name = params.get("name")
+    if not isinstance(name, str):
+        return FORWARD  # malformed: the server's own validation answers it
+    return modes.call(catalog, name, params.get("arguments"), caller.session)
 
 
 def _name_param(params: object, field: str = "name") -> str:
@@ -88,7 +149,7 @@ def _name_param(params: object, field: str = "name") -> str:
     return name
 
 
-def describe(catalog: Catalog, params: object) -> dict[str, Any]:
+def describe(catalog: Catalog, params: object, caller: Caller | None = None) -> Answer:
     """``tools/describe``: ``{name}`` -> ``{tool}`` (LT-10).
 
     Raises:
@@ -99,10 +160,10 @@ def describe(catalog: Catalog, params: object) -> dict[str, Any]:
     tool = catalog.get(name)
     if tool is None:
         raise UnknownTool(name, catalog.name_index())
-    return {"tool": tool}
+    return Answer({"tool": tool})
 
 
-def describe_batch(catalog: Catalog, params: object) -> dict[str, Any]:
+def describe_batch(catalog: Catalog, params: object, caller: Caller | None = None) -> Answer:
     """``tools/describe_batch``: ``{names}`` -> ``{tools, unknown}`` in request order (LT-11).
 
     A name given twice is described once, at its first position.
@@ -132,25 +193,32 @@ def describe_batch(catalog: Catalog, params: object) -> dict[str, Any]:
             unknown.append(name)
         else:
             tools.append(tool)
-    return {"tools": tools, "unknown": unknown}
+    return Answer({"tools": tools, "unknown": unknown})
 
 
-def call_meta_tool(catalog: Catalog, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Run the stock-client ``describe_tools`` meta-tool; its arguments are already checked."""
-    names = [name for name in (arguments or {}).get("names", []) if isinstance(name, str)]
-    return describe_tools_result(catalog.get, catalog.name_index(), names)
+Handler = Callable[[Catalog, object, Caller], Outcome]
+
+METHODS: Final[dict[str, Handler]] = {
+    "tools/list": list_tools,
+    "tools/call": call_tool,
+    DESCRIBE: describe,
+    DESCRIBE_BATCH: describe_batch,
+}
+"""Every ``tools/*`` method lazymcp answers, by name."""
+
+NEW_METHODS: Final = frozenset({DESCRIBE, DESCRIBE_BATCH})
+"""The methods the extension adds (a server registers a handler for each)."""
 
 
-def check_call(catalog: Catalog, name: str, arguments: object) -> dict[str, Any] | None:
-    """The argument check of ``tools/call`` (LT-14): an ``isError`` result, or None to let it run."""
-    if not catalog.options.check_arguments:
-        return None
-    if catalog.get(name) is None and name != catalog.meta_tool["name"]:
-        return None  # not ours to judge: the server answers unknown tools its own way
-    return check_arguments(name, catalog.validator(name), arguments)
+def dispatch(method: str, catalog: Catalog, params: object, caller: Caller) -> Outcome:
+    """Run ``method``'s handler; an answer is enveloped for a 2026-07-28 caller (LT-15).
 
-
-Handler = Callable[[Catalog, object], dict[str, Any]]
-
-METHODS: dict[str, Handler] = {DESCRIBE: describe, DESCRIBE_BATCH: describe_batch}
-"""The extension's new request methods, by name."""
+    Raises:
+        LazyMCPError: the request is malformed (the adapter turns it into a JSON-RPC error).
+        KeyError: ``method`` is not in ``METHODS``.
+    """
+    outcome = METHODS[method](catalog, params, caller)
+    if isinstance(outcome, Answer) and caller.envelope is not None:
+        result = caller.envelope.stamp(outcome.result, cacheable=method != "tools/call")
+        return Answer(result, outcome.changed)
+    return outcome

@@ -1,4 +1,4 @@
-"""Exposure modes: how a stock client's ``tools/list`` and the meta-tools are served (spec §17).
+"""Exposure modes: what a stock client's ``tools/list`` holds and which meta-tools it may call (spec §17).
 
 Theory of operation. A mode decides two things for a client that did not declare the extension and
 sent no explicit ``lazy``: what its ``tools/list`` holds, and which meta-tools its ``tools/call`` may
@@ -19,81 +19,38 @@ real tool stays callable by its own name in every mode.
   ``invoke_tool``; nothing else, whatever the catalog holds.
 - ``core``: that surface plus the core tools, in full.
 
-Everything here is a plain function over a ``Catalog`` and JSON dicts; ``Session`` is the one piece of
-state, and the adapter decides where it lives (per connection in ``lazymcp.sdk``, per router in the proxy).
-A call comes back as ``Answer`` (the result, made here), ``Run`` (run this real tool with these
-arguments: ``invoke_tool``) or ``None`` (not ours: the call goes to the server as it came).
+These are the shaping functions ``lazymcp.methods`` calls; a call comes back as ``Answer`` (made
+here), ``Run`` (run this real tool with these arguments: ``invoke_tool``) or ``Forward`` (the server's
+to run as it came). ``check_call`` is the one argument check of every call (LT-14).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, cast
 
 from lazymcp.arguments import check_arguments
 from lazymcp.catalog import Catalog
-from lazymcp.errors import CatalogError, suggest
+from lazymcp.errors import CatalogError
 from lazymcp.messages import (
     DESCRIBE_TOOLS,
     INVOKE_TOOL,
     LIST_TOOL_CATEGORIES,
     MANAGE_TOOLS,
     SEARCH_TOOLS,
+    Detail,
     Mode,
     Tool,
 )
-from lazymcp.metatools import (
-    MANAGE_PAGE_SIZE,
-    describe_tools_definition,
-    describe_tools_result,
-    search_tools_definition,
-    text_result,
-)
-from lazymcp.methods import check_call, parse_list_params, resolve_shape
+from lazymcp.metacalls import Answer, DynamicSession, categories, core_names, error, manage, search
+from lazymcp.metatools import describe_tools_definition, describe_tools_result, search_tools_definition, text_result
+from lazymcp.names import suggest
 
 SURFACE = (LIST_TOOL_CATEGORIES, SEARCH_TOOLS, DESCRIBE_TOOLS, INVOKE_TOOL)
 """The ``proxy`` mode's stable surface, in listing order (also ``core``'s meta-tools)."""
 DYNAMIC = (SEARCH_TOOLS, MANAGE_TOOLS)
 """What a ``dynamic`` session lists before its tools."""
-
-
-@dataclass
-class Session:
-    """One client session's tools in ``dynamic`` mode: those it enabled, least recently used first,
-    and those it disabled by hand (which ``search_tools`` does not enable again)."""
-
-    enabled: dict[str, None] = field(default_factory=lambda: {})
-    disabled: set[str] = field(default_factory=lambda: set())
-
-    def touch(self, name: str) -> None:
-        """A call to an enabled tool makes it the most recently used."""
-        if name in self.enabled:
-            self.enabled[name] = self.enabled.pop(name)
-
-    def enable(self, names: Iterable[str], cap: int) -> list[str]:
-        """Enable ``names`` (most recent last); returns the tools evicted to stay within ``cap``."""
-        before = list(self.enabled)
-        for name in names:
-            self.disabled.discard(name)
-            self.enabled.pop(name, None)
-            self.enabled[name] = None
-        while len(self.enabled) > cap:
-            del self.enabled[next(iter(self.enabled))]
-        return [name for name in before if name not in self.enabled]
-
-    def disable(self, names: Iterable[str]) -> None:
-        for name in names:
-            self.enabled.pop(name, None)
-            self.disabled.add(name)
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """A ``tools/call`` answered here; ``changed``: this session's tool list changed (send list_changed)."""
-
-    result: dict[str, Any]
-    changed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +61,17 @@ class Run:
     arguments: dict[str, Any]
 
 
-Outcome = Answer | Run | None
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """The call is the server's to run, exactly as it came."""
 
 
-def effective_mode(catalog: Catalog, session: Session | None) -> Mode:
+Outcome = Answer | Run | Forward
+
+__all__ = ["Answer", "DynamicSession", "Forward", "Outcome", "Run", "core_names"]
+
+
+def effective_mode(catalog: Catalog, session: DynamicSession | None) -> Mode:
     """The mode serving a request: ``dynamic`` without a session serves the stable ``core`` surface."""
     mode = catalog.options.mode
     return "core" if mode == "dynamic" and session is None else mode
@@ -120,19 +84,6 @@ def _callable(catalog: Catalog, mode: Mode) -> tuple[str, ...]:
         return (*DYNAMIC, DESCRIBE_TOOLS)
     options = catalog.options
     return (DESCRIBE_TOOLS, SEARCH_TOOLS, *options.stock_meta_tools, *options.eager_meta_tools)
-
-
-def core_names(catalog: Catalog) -> frozenset[str]:
-    """The core (or always-available) tools: ``core_tools`` entries naming a tool, or a category's tools."""
-
-    def build() -> frozenset[str]:
-        chosen: set[str] = set()
-        categories = catalog.categories() if catalog.options.core_tools else {}
-        for entry in catalog.options.core_tools:
-            chosen.update([entry] if entry in catalog.index else categories.get(entry, []))
-        return frozenset(chosen)
-
-    return catalog.memo("core_names", build)
 
 
 def _definition(catalog: Catalog, canonical: str, mode: Mode) -> Tool:
@@ -150,31 +101,30 @@ def _definition(catalog: Catalog, canonical: str, mode: Mode) -> Tool:
 # --- tools/list --------------------------------------------------------------------------------
 
 
-def list_tools(catalog: Catalog, params: object, *, declared: bool, session: Session | None) -> dict[str, Any]:
-    """One page of ``tools/list``: the extension's listing (§4), or the mode's for a stock client.
+def stock_listing(catalog: Catalog, mode: Mode, detail: Detail, cursor: str | None) -> dict[str, Any]:
+    """One page of stock stubs behind the ``describe`` mode's meta-tools."""
+    first = [_definition(catalog, name, mode) for name in catalog.options.stock_meta_tools]
+    return catalog.paginate(catalog.listing("stock", detail), cursor, first)
+
+
+def mode_listing(
+    catalog: Catalog, mode: Mode, detail: Detail, cursor: str | None, session: DynamicSession | None
+) -> dict[str, Any]:
+    """One page of what ``mode`` lists for a stock client that asked for no particular shape.
 
     Raises:
-        InvalidParams: a malformed ``lazy``, ``detail`` or ``cursor``.
+        InvalidParams: a malformed or stale cursor.
     """
-    request = parse_list_params(params)
-    options = catalog.options
-    mode = effective_mode(catalog, session)
-    if declared or request.lazy is not None or (mode == "describe" and options.stock_default == "lazy"):
-        shape = resolve_shape(request, declared=declared, stock_default=options.stock_default)
-        if shape != "stock" or options.stock_meta_tools == (DESCRIBE_TOOLS,):
-            return catalog.page(shape, request.detail, request.cursor)
-        first = [_definition(catalog, name, mode) for name in options.stock_meta_tools]
-        return catalog.paginate(catalog.listing("stock", request.detail), request.cursor, first)
     if mode in ("describe", "eager"):  # describe with stock_default="eager" is the eager mode
-        first = [_definition(catalog, name, mode) for name in options.eager_meta_tools]
-        return catalog.paginate(catalog.listing("full", request.detail), request.cursor, first)
+        first = [_definition(catalog, name, mode) for name in catalog.options.eager_meta_tools]
+        return catalog.paginate(catalog.listing("full", detail), cursor, first)
     if mode == "dynamic":
         assert session is not None
         shown = core_names(catalog) | session.enabled.keys()
         first = [_definition(catalog, name, mode) for name in DYNAMIC]
-        return catalog.paginate([tool for tool in catalog.tools if tool["name"] in shown], request.cursor, first)
+        return catalog.paginate([tool for tool in catalog.tools if tool["name"] in shown], cursor, first)
     first = [_definition(catalog, name, mode) for name in SURFACE]
-    return catalog.paginate(_core_listing(catalog) if mode == "core" else [], request.cursor, first)
+    return catalog.paginate(_core_listing(catalog) if mode == "core" else [], cursor, first)
 
 
 def _core_listing(catalog: Catalog) -> list[Tool]:
@@ -185,12 +135,23 @@ def _core_listing(catalog: Catalog) -> list[Tool]:
 # --- tools/call --------------------------------------------------------------------------------
 
 
-def call_tool(catalog: Catalog, params: Mapping[str, Any], *, session: Session | None) -> Outcome:
-    """Decide a ``tools/call``: a meta-tool's answer, a real tool to run (``invoke_tool``), or None."""
-    name = params.get("name")
-    if not isinstance(name, str):
-        return None  # malformed: the server's own validation answers it
-    arguments = params.get("arguments")
+def check_call(catalog: Catalog, name: str, arguments: object, *, always: bool = False) -> dict[str, Any] | None:
+    """The argument check of a call (LT-14): an ``isError`` result carrying the schema, or None to run it.
+
+    A catalog tool, or the stock listing's ``describe_tools``, is checked unless ``check_arguments``
+    is off; ``always``: checked whatever that option says (meta-tools answered here, ``invoke_tool``'s
+    inner call). A name the catalog does not have is the server's to answer its own way.
+    """
+    if not always:
+        if not catalog.options.check_arguments:
+            return None
+        if catalog.get(name) is None and name != catalog.meta_tool["name"]:
+            return None
+    return check_arguments(name, catalog.validator(name), arguments)
+
+
+def call(catalog: Catalog, name: str, arguments: object, session: DynamicSession | None) -> Outcome:
+    """Decide a ``tools/call`` of ``name``: a meta-tool's answer, a refusal, or the call to run."""
     mode = effective_mode(catalog, session)
     canonical = catalog.canonical_meta_name(name)
     if canonical is None or canonical not in _callable(catalog, mode):
@@ -199,8 +160,8 @@ def call_tool(catalog: Catalog, params: Mapping[str, Any], *, session: Session |
             return Answer(refused)
         if mode == "dynamic" and session is not None:
             session.touch(name)
-        return None
-    refused = check_arguments(name, catalog.validator(name), arguments)
+        return Forward()
+    refused = check_call(catalog, name, arguments, always=True)
     if refused is not None:
         return Answer(refused)
     args = cast(dict[str, Any], arguments or {})
@@ -209,163 +170,25 @@ def call_tool(catalog: Catalog, params: Mapping[str, Any], *, session: Session |
         extras: Callable[[str], Any] = lambda name: catalog.info(name).extras()  # noqa: E731
         return Answer(describe_tools_result(catalog.get, catalog.name_index(), names, extras))
     if canonical == SEARCH_TOOLS:
-        return _search(catalog, args, session if mode == "dynamic" else None)
+        return search(catalog, args, session if mode == "dynamic" else None)
     if canonical == INVOKE_TOOL:
         return _invoke(catalog, args)
     if canonical == LIST_TOOL_CATEGORIES:
-        return Answer(text_result({"categories": _categories(catalog), "total": len(catalog)}))
+        return Answer(text_result({"categories": categories(catalog), "total": len(catalog)}))
     assert session is not None  # manage_tools is callable in a dynamic session only
-    return _manage(catalog, args, session)
+    return manage(catalog, args, session)
 
 
-def _error(error: str, message: str, **data: Any) -> Answer:
-    return Answer(text_result({"error": error, "message": message, **data}, is_error=True))
-
-
-def _unknown_category(catalog: Catalog, category: str) -> Answer:
-    close = suggest(category, catalog.categories())
-    return _error("unknown_category", f"No category {category!r}.", category=category, suggestions=close)
-
-
-def _categories(catalog: Catalog, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    allowed = None if names is None else set(names)
-    entries: list[dict[str, Any]] = []
-    for category, members in sorted(catalog.categories().items()):
-        count = len(members) if allowed is None else sum(name in allowed for name in members)
-        if count:
-            entry: dict[str, Any] = {"name": category, "tools": count}
-            description = catalog.category_description(category)
-            if description:
-                entry["description"] = description
-            entries.append(entry)
-    return entries
-
-
-def _entry(catalog: Catalog, name: str) -> dict[str, Any]:
-    info = catalog.info(name)
-    entry: dict[str, Any] = {"name": name}
-    if info.summary:
-        entry["summary"] = info.summary
-    entry["category"] = info.category
-    if info.deprecated is not None:
-        entry["deprecated"] = info.deprecated
-    return entry
-
-
-def _search(catalog: Catalog, args: Mapping[str, Any], session: Session | None) -> Answer:
-    query: str = args["query"]
-    limit: int = args.get("limit", catalog.options.search_top_k)
-    category: str | None = args.get("category")
-    index = catalog.search_index()
-    if category is None:
-        found = index.search(query, limit)
-        names, total = found.names, found.total
-    else:
-        members = catalog.categories().get(category)
-        if members is None:
-            return _unknown_category(catalog, category)
-        names = [n for n in index.search(query, index.total).names if catalog.info(n).category == category][:limit]
-        total = len(members)
-    entries = [_entry(catalog, name) for name in names]
-    scope = "tools" if category is None else f"tools of category {category!r}"
-    payload: dict[str, Any] = {"query": query, "shown": len(entries), "total": total}
-    if not entries:
-        payload["note"] = f"No tool matched, of {total} {scope}. Try other words, or list_tool_categories."
-        payload["tools"] = entries
-        return Answer(text_result(payload))
-    payload["note"] = f"{len(entries)} of {total} {scope}, best first."
-    payload["tools"] = entries
-    if session is None:
-        return Answer(text_result(payload))
-    always = core_names(catalog)
-    chosen = [name for name in names if name not in always and name not in session.disabled]
-    before = set(session.enabled)
-    evicted = session.enable(chosen, catalog.options.max_enabled)
-    for entry in entries:
-        entry["enabled"] = entry["name"] in always or entry["name"] in session.enabled
-    payload["enabled"] = [name for name in chosen if name in session.enabled]
-    if evicted:
-        payload["evicted"] = evicted
-    payload["note"] += " The enabled ones are in the tool list now."
-    return Answer(text_result(payload), changed=set(session.enabled) != before)
-
-
-def _invoke(catalog: Catalog, args: Mapping[str, Any]) -> Answer | Run:
+def _invoke(catalog: Catalog, args: dict[str, Any]) -> Answer | Run:
     name: str = args["name"]
     arguments = cast(dict[str, Any], args.get("arguments") or {})
     if catalog.get(name) is None:
         close = suggest(name, catalog.name_index())
-        return _error("unknown_tool", f"No tool {name!r}; find tools with search_tools.", name=name, suggestions=close)
-    refused = check_arguments(name, catalog.validator(name), arguments)
+        return error("unknown_tool", f"No tool {name!r}; find tools with search_tools.", name=name, suggestions=close)
+    refused = check_call(catalog, name, arguments, always=True)
     if refused is not None:
         return Answer(refused)
     return Run(name, arguments)
-
-
-def _resolve_names(catalog: Catalog, names: list[str]) -> tuple[list[str], list[str]]:
-    """Tool or category names -> (tool names in order, unknown names)."""
-    tools: dict[str, None] = {}
-    unknown: list[str] = []
-    categories = catalog.categories()
-    for name in names:
-        if name in catalog.index:
-            tools[name] = None
-        elif name in categories:
-            tools.update(dict.fromkeys(categories[name]))
-        else:
-            unknown.append(name)
-    return list(tools), unknown
-
-
-def _manage(catalog: Catalog, args: Mapping[str, Any], session: Session) -> Answer:
-    action: str = args["action"]
-    always = core_names(catalog)
-    if action == "list":
-        return _manage_list(catalog, args, session, always)
-    requested: list[str] | None = args.get("names")
-    if not requested:
-        return _error("missing_names", f"manage_tools {action} needs names: tool or category names.")
-    tools, unknown = _resolve_names(catalog, requested)
-    payload: dict[str, Any] = {"action": action}
-    before = set(session.enabled)
-    if action == "enable":
-        evicted = session.enable([name for name in tools if name not in always], catalog.options.max_enabled)
-        payload["enabled"] = [name for name in tools if name in session.enabled or name in always]
-        if evicted:
-            payload["evicted"] = evicted
-    else:
-        session.disable(name for name in tools if name not in always)
-        payload["disabled"] = [name for name in tools if name not in always]
-        kept = [name for name in tools if name in always]
-        if kept:
-            payload["always_available"] = kept
-    payload["unknown"] = unknown
-    payload["suggestions"] = {name: suggest(name, catalog.name_and_category_index()) for name in unknown[:10]}
-    changed = set(session.enabled) != before
-    return Answer(text_result(payload, is_error=not tools), changed=changed)
-
-
-def _manage_list(catalog: Catalog, args: Mapping[str, Any], session: Session, always: frozenset[str]) -> Answer:
-    category: str | None = args.get("category")
-    if category is not None and category not in catalog.categories():
-        return _unknown_category(catalog, category)
-    include_disabled: bool = args.get("include_disabled", False)
-    offset: int = args.get("offset", 0)
-    limit: int = args.get("limit", MANAGE_PAGE_SIZE)
-    visible = [name for name in catalog.index if include_disabled or name not in session.disabled]
-    chosen = [name for name in visible if category is None or catalog.info(name).category == category]
-    entries: list[dict[str, Any]] = []
-    for name in chosen[offset : offset + limit]:
-        entry = _entry(catalog, name)
-        entry["enabled"] = name in always or name in session.enabled
-        if name in session.disabled:
-            entry["disabled"] = True
-        entries.append(entry)
-    payload: dict[str, Any] = {"tools": entries, "total": len(chosen), "offset": offset}
-    if offset + limit < len(chosen):
-        payload["next_offset"] = offset + limit
-    payload["categories"] = _categories(catalog, visible)
-    return Answer(text_result(payload))
 
 
 # --- start-up ------------------------------------------------------------------------------------

@@ -28,8 +28,6 @@ from lazymcp.stubs import DEFAULT_SUMMARY_CHARS
 DEFAULT_DESCRIBE_BATCH_MAX = 100
 MAX_DESCRIBE_BATCH = 100
 """The spec's ceiling on ``describeBatchMax``: it bounds the work one request can ask for."""
-META_TOOL_NAME = DESCRIBE_TOOLS
-META_TOOL_FALLBACK_NAME = "lazymcp_describe_tools"
 DEFAULT_MAX_ENABLED = 50
 """Dynamic mode: tools one session may have enabled at once before the least recently used goes."""
 DEFAULT_SEARCH_TOP_K = 20

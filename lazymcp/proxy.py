@@ -299,7 +299,7 @@ def say(message: str) -> None:
 
 
 def make_router(options: Options | None, timeout: float | None) -> Router:
-    from lazymcp import __version__
+    from lazymcp.version import __version__
 
     info = {"name": "lazymcp-proxy", "version": __version__}
     return Router(options or Options(), timeout=timeout or None, client_info=info)

@@ -46,7 +46,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from lazymcp import jsonrpc
-from lazymcp.eras import PROTOCOL_VERSION_KEY, SUBSCRIPTION_ID_KEY
+from lazymcp.bridge import PROTOCOL_VERSION_KEY, SUBSCRIPTION_ID_KEY
 from lazymcp.options import Options
 from lazymcp.proxy import LineSink, ProcessUpstream, Session, StdioProxy, Upstream, make_router, say
 

@@ -8,12 +8,11 @@ upstream broke the protocol. The I/O adapter carries these out and does nothing 
 - Everything but tool listing passes through as the very bytes that arrived (the fast path):
   resources, prompts, completions, logging, progress, cancellation, and requests the server sends
   the client (sampling, elicitation, roots) with their answers.
-- ``tools/list``, ``tools/describe`` and ``tools/describe_batch`` are answered here from a catalog
-  built from every page of the upstream's own ``tools/list``. ``tools/call`` is answered here only
-  for the meta-tools and for arguments that fail the tool's schema; ``invoke_tool`` goes upstream as
-  the real tool's call (same id), and every other call goes upstream unchanged. The mode (§17, in
-  ``lazymcp.modes``) shapes a stock client's listing; a ``dynamic`` session is this router's, since a
-  router serves one 2025-11-25 client, and a change to its tools is announced with ``list_changed``.
+- Every ``tools/*`` request goes to ``lazymcp.methods.dispatch`` (the same door as the SDK adapter's),
+  over a catalog built from every page of the upstream's own ``tools/list``. What it answers goes to
+  the client; a call it leaves to the server goes upstream unchanged, or as the real tool's call
+  (``invoke_tool``, same id). A ``dynamic`` session is this router's, since a router serves one
+  2025-11-25 client, and a change to its tools is announced with ``list_changed``.
   The configuration's tool names are checked against the first catalog: a name the upstream lacks
   fails the proxy at start-up.
 - The catalog follows the upstream: its first fetch follows the client's handshake (2025-11-25) or
@@ -24,11 +23,11 @@ upstream broke the protocol. The I/O adapter carries these out and does nothing 
   request envelope; the upstream's answer to ``server/discover``). When both speak the same era, the
   rules above are all there is. When a 2026-07-28 client meets a 2025-11-25-only upstream, the proxy
   bridges: it performs the upstream's handshake itself, strips the request envelope on the way up,
-  shapes results as a 2026 server would on the way down (``lazymcp.eras``), answers ``server/discover``
+  shapes results as a 2026 server would on the way down (``lazymcp.bridge``), answers ``server/discover``
   and ``subscriptions/listen`` itself, and turns the upstream's change notifications into events on the
   client's listen streams. Requests from the upstream to the client cannot cross into 2026-07-28, where
   servers make none; the proxy declares no client capabilities upstream and refuses any that come.
-- The proxy's own requests carry ids of the form ``lazymcp-N``; their answers never reach the client.
+- The proxy's own requests carry ids of the form ``lazymcp-<random>-N``; their answers never reach the client.
 - Every client request forwarded upstream is tracked until its one response passes back. When the
   upstream dies, hangs past the timeout, or writes garbage, ``upstream_failed`` answers each tracked
   request with an error, so none is left hanging; a late answer to an already-answered request is
@@ -44,26 +43,29 @@ from uuid import uuid4
 
 import orjson
 
-from lazymcp import eras, jsonrpc
-from lazymcp.catalog import Catalog
-from lazymcp.eras import (
+from lazymcp import jsonrpc
+from lazymcp.bridge import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
+    LIST_CHANGED,
+    MODERN,
     PROTOCOL_VERSION_KEY,
-    SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
+    Bridge,
+    Envelope,
+    Serializer,
+    is_modern,
+    meta,
 )
-from lazymcp.eras import MODERN as MODERN_VERSION
-from lazymcp.errors import CatalogError, LazyMCPError
+from lazymcp.catalog import Catalog
+from lazymcp.errors import ErrorCode, LazyMCPError
 from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId, id_key
-from lazymcp.messages import EXT_ID, Tool
-from lazymcp.methods import METHODS
-from lazymcp.modes import Answer, Run, Session, call_tool, check_configuration, list_tools
+from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
+from lazymcp.modes import DynamicSession
 from lazymcp.options import Options
+from lazymcp.upstream_tools import Broken, UpstreamTools
 
-LEGACY_VERSION = "2025-11-25"
-MAX_PAGES = 10_000
-TOOL_METHODS = frozenset({"tools/list", "tools/call", *METHODS})
+TOOL_METHODS = frozenset(METHODS)
 
 Era = Literal["legacy", "modern"]
 
@@ -98,14 +100,8 @@ class _Pending:
     """The request's progress token: progress on it shows the upstream is working, not hung."""
 
 
-def _meta(params: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = params.get("_meta")
-    return cast(Mapping[str, Any], meta) if isinstance(meta, dict) else {}
-
-
 def _declares(capabilities: object) -> bool:
-    extensions = jsonrpc.field(capabilities, "extensions")
-    return isinstance(extensions, dict) and EXT_ID in extensions
+    return declares(jsonrpc.field(capabilities, "extensions"))
 
 
 def _server_name(server_info: object) -> str | None:
@@ -126,8 +122,9 @@ class Router:
     timeout: float | None = 300.0
     """Seconds the upstream may take to answer a request; past it the upstream counts as hung."""
     client_info: dict[str, str] = field(default_factory=lambda: {"name": "lazymcp-proxy", "version": "0"})
+    serialize: Serializer | None = None
+    """The 2026 wire model bridged results go through (the adapter injects the SDK's)."""
 
-    catalog: Catalog | None = None
     era: Era | None = None
     """The client's protocol era."""
     upstream_era: Era | None = None
@@ -138,21 +135,27 @@ class Router:
     _own: dict[str, _Pending] = field(default_factory=lambda: {})
     _own_count: int = 0
     _listen_id: str | None = None
-    _pages: list[Tool] = field(default_factory=lambda: [])
-    _fetching: bool = False
-    _refetch: bool = False
+    _tools: UpstreamTools = field(init=False)
     _waiting: list[tuple[Message, bytes]] = field(default_factory=lambda: [])
     _held: list[bytes] = field(default_factory=lambda: [])
-    _envelope: dict[str, Any] = field(default_factory=lambda: {})  # 2026 hints and serverInfo of the upstream
+    _envelope: Envelope = field(default_factory=Envelope)  # the upstream's 2026 hints and serverInfo
     _own_prefix: str = field(default_factory=lambda: f"lazymcp-{uuid4().hex[:12]}-")
     """The proxy's own request ids: random, so a client cannot pick one of them by chance or on purpose."""
     _client_owes: dict[tuple[str, object], float] = field(default_factory=lambda: {})  # server requests unanswered
     _probing: bool = False
     _queued: list[bytes] = field(default_factory=lambda: [])  # client lines waiting for the upstream's era
-    _upstream_init: dict[str, Any] = field(default_factory=lambda: {})  # a bridged upstream's initialize result
-    _listens: dict[tuple[str, object], tuple[RequestId, frozenset[str]]] = field(default_factory=lambda: {})
-    _session: Session = field(default_factory=Session)  # the one 2025 client's dynamic-mode tools
+    _bridge: Bridge = field(default_factory=Bridge)
+    _session: DynamicSession = field(default_factory=DynamicSession)  # the one 2025 client's dynamic-mode tools
     _server_name: str | None = None  # the upstream's serverInfo.name: a derived category (§17.6)
+
+    def __post_init__(self) -> None:
+        self._bridge.serialize = self.serialize
+        self._tools = UpstreamTools(self.options)
+
+    @property
+    def catalog(self) -> Catalog | None:
+        """The latest catalog of the upstream's tools (None until the first is built)."""
+        return self._tools.catalog
 
     @property
     def bridging(self) -> bool:
@@ -166,7 +169,7 @@ class Router:
         try:
             message = jsonrpc.parse(line)
         except NotJSONRPC:
-            return [ToClient(jsonrpc.error_line(None, jsonrpc.PARSE_ERROR, "Parse error: not a JSON-RPC message"))]
+            return [ToClient(jsonrpc.error_line(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message"))]
         method = message.get("method")
         if "method" not in message:  # the client's answer to a server-initiated request
             if self._client_owes.pop(id_key(message.get("id")), None) is not None and not self._client_owes:
@@ -176,39 +179,37 @@ class Router:
             return self._client_notification(message, line, now)
         request_id = message["id"]
         if not isinstance(method, str) or not isinstance(request_id, int | str) or isinstance(request_id, bool):
-            return [ToClient(jsonrpc.error_line(None, jsonrpc.INVALID_REQUEST, "Invalid request"))]
+            return [ToClient(jsonrpc.error_line(None, ErrorCode.INVALID_REQUEST, "Invalid request"))]
         if self.failed is not None:
             return [ToClient(self._failure_line(request_id))]
         if "params" in message and not isinstance(message["params"], dict):
             # MCP params are objects; servers built on the SDK drop anything else unanswered, which
             # would leave the request hanging until the proxy counted the upstream as hung.
-            return [
-                ToClient(
-                    jsonrpc.error_line(
-                        request_id, -32602, "Invalid params: expected an object", {"field": "params", "reason": "type"}
-                    )
-                )
-            ]
+            data = {"field": "params", "reason": "type"}
+            error = jsonrpc.error_line(request_id, ErrorCode.INVALID_PARAMS, "Invalid params: expected an object", data)
+            return [ToClient(error)]
         params = _params(message)
         if self.era is None:
             if method == "initialize":
                 self.era = self.upstream_era = "legacy"
-            elif PROTOCOL_VERSION_KEY in _meta(params) and method != "server/discover":
+            elif is_modern(params) and method != "server/discover":
                 self.era = "modern"
         if self._upstream_pending():
             self._queued.append(line)  # nothing goes up before the upstream's era is known and met
             return self._probe(now)
         if self.bridging:
-            return self._bridge_request(message, params, line, now)
-        if method == "initialize":
+            answer = self._bridge.answer(message, lambda: advertise(self._bridge.upstream_init, self.options))
+            if answer is not None:
+                return [ToClient(answer)]
+        if method == "initialize" and not self.bridging:
             self._declared = _declares(params.get("capabilities"))
             self._init_key = id_key(request_id)
         elif method in TOOL_METHODS:
             if self.catalog is None:
                 self._waiting.append((message, line))
-                return self._start_fetch(now) if self.era == "modern" else []
+                return self._start_fetch(now) if self.era == "modern" and not self.bridging else []
             return self._answer(message, line, now)
-        return self._forward(request_id, method, line, now)
+        return self._forward(message, line, now)
 
     def _client_notification(self, message: Message, line: bytes, now: float) -> list[Action]:
         if self._upstream_pending():
@@ -217,8 +218,8 @@ class Router:
         method = message.get("method")
         if self.bridging:
             if method == "notifications/cancelled":
-                self._listens.pop(id_key(_params(message).get("requestId")), None)
-            line = jsonrpc.encode({**message, "params": eras.legacy_params(_params(message))})
+                self._bridge.cancelled(_params(message).get("requestId"))
+            line = self._bridge.upstream_line(message)
         actions: list[Action] = [ToServer(line)]
         if method == "notifications/initialized" and self.era == "legacy":
             actions += self._start_fetch(now)
@@ -227,94 +228,54 @@ class Router:
             self._in_flight.pop(id_key(cancelled), None)  # no answer is owed for a cancelled request
         return actions
 
-    def _forward(self, request_id: RequestId, method: str, line: bytes, now: float) -> list[Action]:
+    def _forward(self, message: Message, line: bytes | None, now: float) -> list[Action]:
+        """Send a client request upstream (``line``: its bytes as they came, None: encode ``message``)."""
+        request_id: RequestId = message["id"]
         deadline = now + self.timeout if self.timeout else float("inf")
-        progress = _meta(_params(jsonrpc.parse(line))).get("progressToken") if b"progressToken" in line else None
-        self._in_flight[id_key(request_id)] = _Pending(request_id, method, deadline, self.bridging, progress)
-        if self.bridging:  # the envelope stays behind: a 2025 server does not know it
-            message = jsonrpc.parse(line)
-            try:
-                line = jsonrpc.encode({**message, "params": eras.legacy_params(_params(message))})
-            except orjson.JSONEncodeError:
-                del self._in_flight[id_key(request_id)]
-                return [
-                    ToClient(
-                        jsonrpc.error_line(request_id, jsonrpc.INVALID_REQUEST, "Invalid request: nested too deeply")
-                    )
-                ]
+        progress = meta(_params(message)).get("progressToken")
+        self._in_flight[id_key(request_id)] = _Pending(request_id, message["method"], deadline, self.bridging, progress)
+        try:
+            if self.bridging:  # the envelope stays behind: a 2025 server does not know it
+                line = self._bridge.upstream_line(message)
+            elif line is None:
+                line = jsonrpc.encode(message)
+        except orjson.JSONEncodeError:
+            del self._in_flight[id_key(request_id)]
+            error = jsonrpc.error_line(request_id, ErrorCode.INVALID_REQUEST, "Invalid request: nested too deeply")
+            return [ToClient(error)]
         return [ToServer(line)]
 
-    def _bridge_request(self, message: Message, params: dict[str, Any], line: bytes, now: float) -> list[Action]:
-        """A 2026 client's request to a 2025 upstream: answered here, or forwarded without its envelope."""
-        request_id: RequestId = message["id"]
-        method: str = message["method"]
-        if method == "server/discover":
-            capabilities = self._advertise(self._upstream_init)["capabilities"]
-            return [ToClient(jsonrpc.result_line(request_id, eras.discover_result(self._upstream_init, capabilities)))]
-        if method == "subscriptions/listen":
-            wanted = jsonrpc.field(params, "notifications")
-            honored = frozenset(key for key in eras.LIST_CHANGED.values() if jsonrpc.field(wanted, key) is True)
-            self._listens[id_key(request_id)] = (request_id, honored)
-            ack = {"notifications": dict.fromkeys(sorted(honored), True), "_meta": {SUBSCRIPTION_ID_KEY: request_id}}
-            return [ToClient(jsonrpc.notification_line("notifications/subscriptions/acknowledged", ack))]
-        if method in TOOL_METHODS:
-            if self.catalog is None:
-                self._waiting.append((message, line))
-                return []
-            return self._answer(message, line, now)
-        return self._forward(request_id, method, line, now)
-
     def _answer(self, message: Message, line: bytes, now: float) -> list[Action]:
-        """Serve a tool method from the catalog, or forward a ``tools/call`` that is the upstream's to run."""
+        """A ``tools/*`` request through the one door: answered here, or the call the upstream runs."""
         catalog = self.catalog
         assert catalog is not None
         request_id: RequestId = message["id"]
         method: str = message["method"]
-        raw = message.get("params")
-        if raw is not None and not isinstance(raw, dict):
-            error = jsonrpc.error_line(request_id, -32602, "Invalid params: not an object", {"field": "params"})
-            return [ToClient(error)]
-        params = _params(message)
-        modern = PROTOCOL_VERSION_KEY in _meta(params)
-        session = None if modern or self.options.mode != "dynamic" else self._session
+        params: object = message.get("params")
+        modern = is_modern(_params(message))
+        caller = Caller(
+            declared=self._client_declared(_params(message), modern),
+            session=None if modern or self.options.mode != "dynamic" else self._session,
+            envelope=self._envelope if modern else None,
+        )
         try:
-            if method == "tools/list":
-                declared = self._client_declared(params, modern)
-                listing = list_tools(catalog, params, declared=declared, session=session)
-                result = self._stamp(listing, modern, cacheable=True)
-            elif method == "tools/call":
-                outcome = call_tool(catalog, params, session=session)
-                if isinstance(outcome, Run):  # invoke_tool: the real tool's call, under the same id
-                    call = {**message, "params": {**params, "name": outcome.name, "arguments": outcome.arguments}}
-                    return self._forward(request_id, method, jsonrpc.encode(call), now)
-                if not isinstance(outcome, Answer):
-                    return self._forward(request_id, method, line, now)
-                answer = ToClient(jsonrpc.result_line(request_id, self._stamp(outcome.result, modern, cacheable=False)))
-                if outcome.changed:  # only a 2025 session changes: tell it before it reads the answer
-                    return [ToClient(jsonrpc.notification_line("notifications/tools/list_changed")), answer]
-                return [answer]
-            else:
-                result = self._stamp(METHODS[method](catalog, params), modern, cacheable=True)
+            outcome = dispatch(method, catalog, params, caller)
         except LazyMCPError as exc:
             return [ToClient(jsonrpc.error_from(request_id, exc))]
-        return [ToClient(jsonrpc.result_line(request_id, result))]
+        if isinstance(outcome, Run):  # invoke_tool: the real tool's call, under the same id
+            call = {**message, "params": {**_params(message), "name": outcome.name, "arguments": outcome.arguments}}
+            return self._forward(call, None, now)
+        if not isinstance(outcome, Answer):
+            return self._forward(message, line, now)
+        answer = ToClient(jsonrpc.result_line(request_id, outcome.result))
+        if outcome.changed:  # only a 2025 session changes: tell it before it reads the answer
+            return [ToClient(jsonrpc.notification_line("notifications/tools/list_changed")), answer]
+        return [answer]
 
     def _client_declared(self, params: Mapping[str, Any], modern: bool) -> bool:
         if not modern:
             return self._declared
-        return _declares(_meta(params).get(CLIENT_CAPABILITIES_KEY))
-
-    def _stamp(self, result: dict[str, Any], modern: bool, *, cacheable: bool) -> dict[str, Any]:
-        """The 2026-era envelope of a result the proxy makes itself, in the upstream's own terms."""
-        if not modern:
-            return result
-        if cacheable:
-            hints = {"ttlMs": self._envelope.get("ttlMs", 0), "cacheScope": self._envelope.get("cacheScope", "private")}
-            result = {**hints, **result}
-        result["resultType"] = "complete"
-        if "serverInfo" in self._envelope:
-            result["_meta"] = {SERVER_INFO_KEY: self._envelope["serverInfo"]}
-        return result
+        return _declares(meta(params).get(CLIENT_CAPABILITIES_KEY))
 
     # --- server -> client ----------------------------------------------------------------------
 
@@ -330,7 +291,8 @@ class Router:
                 return self._server_notification(message, line, now)
             if self.bridging:  # a 2026 client takes no requests from its server
                 refusal = "the client speaks 2026-07-28, where servers send clients no requests"
-                return [ToServer(jsonrpc.error_line(message["id"], -32601, f"Method not found: {refusal}"))]
+                error = jsonrpc.error_line(message["id"], ErrorCode.METHOD_NOT_FOUND, f"Method not found: {refusal}")
+                return [ToServer(error)]
             self._client_owes[id_key(message["id"])] = now  # the upstream now waits on the client
             return [ToClient(line)]  # a request to the client: sampling, elicitation, roots, ping
         request_id = message.get("id")
@@ -346,9 +308,10 @@ class Router:
         if isinstance(result, dict) and key == self._init_key:
             self._server_name = _server_name(jsonrpc.field(cast(object, result), "serverInfo"))
         if isinstance(result, dict) and (key == self._init_key or pending.method == "server/discover"):
-            return [ToClient(jsonrpc.encode({**message, "result": self._advertise(cast(dict[str, Any], result))}))]
+            advertised = advertise(cast(dict[str, Any], result), self.options)
+            return [ToClient(jsonrpc.encode({**message, "result": advertised}))]
         if pending.bridged and isinstance(result, dict):
-            shaped = eras.modern_result(pending.method, cast(dict[str, Any], result), self._envelope.get("serverInfo"))
+            shaped = self._bridge.result(pending.method, cast(dict[str, Any], result), self._envelope.server_info)
             return [ToClient(jsonrpc.encode({**message, "result": shaped}))]
         return [ToClient(line)]
 
@@ -359,7 +322,7 @@ class Router:
             for pending in self._in_flight.values():
                 if pending.progress is not None and pending.progress == token:
                     pending.deadline = now + self.timeout  # it is working: its clock starts again
-        subscription = _meta(_params(message)).get(SUBSCRIPTION_ID_KEY)
+        subscription = meta(_params(message)).get(SUBSCRIPTION_ID_KEY)
         own_stream = self._listen_id is not None and subscription == self._listen_id
         if method == "notifications/tools/list_changed":
             if not own_stream:
@@ -367,32 +330,16 @@ class Router:
             return self._start_fetch(now)
         if own_stream:
             return []  # the acknowledgement of the proxy's own subscription
-        if self.bridging and isinstance(method, str) and method in eras.LIST_CHANGED:
-            return self._to_listeners(method)
+        if self.bridging and isinstance(method, str) and method in LIST_CHANGED:
+            return [ToClient(event) for event in self._bridge.to_listeners(method)]
         return [ToClient(line)]
-
-    def _to_listeners(self, method: str) -> list[Action]:
-        """A change notification as an event on each 2026 listen stream that asked for it."""
-        key = eras.LIST_CHANGED[method]
-        return [
-            ToClient(jsonrpc.notification_line(method, {"_meta": {SUBSCRIPTION_ID_KEY: request_id}}))
-            for request_id, honored in self._listens.values()
-            if key in honored
-        ]
 
     def _release_held(self) -> list[Action]:
         held, self._held = self._held, []
         if self.bridging:
-            return self._to_listeners("notifications/tools/list_changed") if held else []
+            events = self._bridge.to_listeners("notifications/tools/list_changed") if held else []
+            return [ToClient(event) for event in events]
         return [ToClient(line) for line in held]
-
-    def _advertise(self, result: dict[str, Any]) -> dict[str, Any]:
-        """Add the extension to an ``initialize`` or ``server/discover`` result (LT-02)."""
-        capabilities = dict(cast(dict[str, Any], result.get("capabilities") or {}))
-        capabilities["extensions"] = {**(capabilities.get("extensions") or {}), EXT_ID: dict(self.options.settings())}
-        if isinstance(capabilities.get("tools"), dict):
-            capabilities["tools"] = {**capabilities["tools"], "listChanged": True}
-        return {**result, "capabilities": capabilities}
 
     # --- the catalog ---------------------------------------------------------------------------
 
@@ -400,26 +347,17 @@ class Router:
         self._own_count += 1
         request_id = f"{self._own_prefix}{self._own_count}"
         if modern if modern is not None else self.upstream_era == "modern":
-            params = {
-                **params,
-                "_meta": {
-                    PROTOCOL_VERSION_KEY: MODERN_VERSION,
-                    CLIENT_INFO_KEY: self.client_info,
-                    CLIENT_CAPABILITIES_KEY: {},
-                },
-            }
+            envelope = {PROTOCOL_VERSION_KEY: MODERN, CLIENT_INFO_KEY: self.client_info, CLIENT_CAPABILITIES_KEY: {}}
+            params = {**params, "_meta": envelope}
         deadline = now + self.timeout if self.timeout else float("inf")
         self._own[request_id] = _Pending(request_id, method, deadline)
         return ToServer(jsonrpc.request_line(request_id, method, params))
 
     def _start_fetch(self, now: float) -> list[Action]:
-        if self._fetching:
-            self._refetch = True
+        params = self._tools.begin()
+        if params is None:
             return []
-        self._fetching = True
-        self._pages = []
-        # lazy=false: an upstream that is itself lazy must hand over its full tools.
-        actions: list[Action] = [self._own_request("tools/list", {"lazy": False}, now)]
+        actions: list[Action] = [self._own_request("tools/list", params, now)]
         if self.upstream_era == "modern" and self._listen_id is None:
             listen = self._own_request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, now)
             self._listen_id = f"{self._own_prefix}{self._own_count}"
@@ -436,41 +374,20 @@ class Router:
         if pending.method != "tools/list":
             return []  # the proxy's listen stream ended
         result = message.get("result")
-        if jsonrpc.field(message.get("error"), "code") == -32601:
-            result = {"tools": cast(list[Tool], [])}  # a server without tools: nothing to list, the rest to relay
-        if not isinstance(result, dict):
-            detail = jsonrpc.field(message.get("error"), "message") or "no result"
-            return self._fetch_failed(f"the upstream's tools/list failed: {detail}")
-        result = cast(dict[str, Any], result)
-        tools = result.get("tools")
-        if not isinstance(tools, list):
-            return self._fetch_failed("the upstream's tools/list result has no 'tools' list")
-        self._pages.extend(cast(list[Tool], tools))
-        if self.upstream_era == "modern":
-            self._remember_envelope(result)
-        cursor = result.get("nextCursor")
-        if isinstance(cursor, str) and cursor and len(self._pages) < MAX_PAGES * 1000:
-            return [self._own_request("tools/list", {"lazy": False, "cursor": cursor}, now)]
-        first = self.catalog is None
-        origin = self._server_name or _server_name(self._envelope.get("serverInfo"))
-        try:
-            catalog = Catalog.build(self._pages, self.options, origin=origin)
-        except CatalogError as exc:
-            return self._fetch_failed(f"the upstream's tools cannot be served: {exc.message}")
-        if first:  # start-up: the configuration must name what the upstream has
-            try:
-                check_configuration(catalog)
-            except CatalogError as exc:
-                self._fetching = False
-                return [Fail(exc.message)]
-        self.catalog = catalog
-        self._fetching = False
+        if self.upstream_era == "modern" and isinstance(result, dict):
+            self._envelope = self._envelope.learn(cast(dict[str, Any], result))
+        step = self._tools.answered(message, self._server_name or _server_name(self._envelope.server_info))
+        if isinstance(step, dict):
+            return [self._own_request("tools/list", step, now)]
+        if isinstance(step, Broken):
+            if step.fatal:
+                return [Fail(step.reason)]
+            return [] if self.catalog is not None else self.upstream_failed(step.reason)  # keep serving what we have
         actions = self._release_held()
         waiting, self._waiting = self._waiting, []
         for waiting_message, waiting_line in waiting:
             actions += self._answer(waiting_message, waiting_line, now)
-        if self._refetch:
-            self._refetch = False
+        if self._tools.again():
             actions += self._start_fetch(now)
         return actions
 
@@ -478,7 +395,7 @@ class Router:
         """Is a 2026 client waiting for the upstream's era to be learnt, or for the bridge's handshake?"""
         if self.era != "modern":
             return False
-        return self.upstream_era is None or (self.upstream_era == "legacy" and not self._upstream_init)
+        return self.upstream_era is None or (self.upstream_era == "legacy" and not self._bridge.upstream_init)
 
     def _probe(self, now: float) -> list[Action]:
         """Learn the upstream's era, then (for a 2025 upstream) perform its handshake; once."""
@@ -497,18 +414,17 @@ class Router:
         return self._initialize_upstream(now)
 
     def _initialize_upstream(self, now: float) -> list[Action]:
-        """The bridge: the proxy becomes the 2025 upstream's client (with no client capabilities)."""
-        init = {"protocolVersion": LEGACY_VERSION, "capabilities": {}, "clientInfo": self.client_info}
-        return [self._own_request("initialize", init, now, modern=False)]
+        """The bridge: the proxy becomes the 2025 upstream's client."""
+        return [self._own_request("initialize", self._bridge.handshake(self.client_info), now, modern=False)]
 
     def _upstream_initialized(self, message: Message, now: float) -> list[Action]:
         result = message.get("result")
         if not isinstance(result, dict):
             detail = jsonrpc.field(message.get("error"), "message") or "no result"
             return self.upstream_failed(f"the upstream refused the proxy's initialize: {detail}")
-        self._upstream_init = cast(dict[str, Any], result)
-        if "serverInfo" in self._upstream_init:
-            self._envelope["serverInfo"] = self._upstream_init["serverInfo"]
+        init = self._bridge.upstream_init = cast(dict[str, Any], result)
+        if "serverInfo" in init:
+            self._envelope = Envelope(self._envelope.ttl_ms, self._envelope.cache_scope, init["serverInfo"])
         actions: list[Action] = [ToServer(jsonrpc.notification_line("notifications/initialized"))]
         return actions + self._start_fetch(now) + self._replay(now)
 
@@ -519,25 +435,13 @@ class Router:
             actions += self.from_client(line, now)
         return actions
 
-    def _remember_envelope(self, result: dict[str, Any]) -> None:
-        for key in ("ttlMs", "cacheScope"):
-            if key in result:
-                self._envelope[key] = result[key]
-        server_info = _meta(result).get(SERVER_INFO_KEY)
-        if server_info is not None:
-            self._envelope["serverInfo"] = server_info
-
-    def _fetch_failed(self, reason: str) -> list[Action]:
-        self._fetching = False
-        if self.catalog is not None:
-            return []  # keep serving the catalog we have
-        return self.upstream_failed(reason)
-
     # --- faults --------------------------------------------------------------------------------
 
     def _failure_line(self, request_id: RequestId) -> bytes:
         reason = self.failed or "unknown"
-        return jsonrpc.error_line(request_id, jsonrpc.UPSTREAM, f"Upstream server failed: {reason}", {"reason": reason})
+        return jsonrpc.error_line(
+            request_id, ErrorCode.UPSTREAM_ERROR, f"Upstream server failed: {reason}", {"reason": reason}
+        )
 
     def upstream_failed(self, reason: str) -> list[Action]:
         """Answer every request still owed an answer with an error; later requests get one at once."""
@@ -574,8 +478,3 @@ class Router:
             return []
         late = overdue[0]
         return [Fail(f"the upstream did not answer {late.method} within {self.timeout:g} s")]
-
-    @property
-    def owed(self) -> int:
-        """Requests forwarded upstream and not yet answered."""
-        return len(self._in_flight) + len(self._waiting)

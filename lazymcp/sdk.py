@@ -1,22 +1,21 @@
 """The MCP Python SDK adapter: the lazy-tools extension installed on an SDK server.
 
-This is the one module that imports ``mcp``, and it touches a few private attributes of
-``mcp==2.3.0`` (pinned exactly for that reason), each marked ``# private SDK``.
+It hooks a server middleware into the SDK server; what it reaches of the SDK beyond the public API is
+in ``lazymcp.sdk_private``.
 
 How it hooks in, and why:
 
-- ``tools/list`` is answered by a server middleware that never calls the rest of the chain: the
-  SDK's own path validates and serializes every tool (about 120 ms for 1,000 tools) and its result
-  validation refuses stubs, so lazy listings come precomputed from the ``Catalog`` and the middleware
-  builds the 2026-era envelope (``ttlMs``, ``cacheScope``, ``resultType``, ``serverInfo``) itself.
-- ``tools/describe`` and ``tools/describe_batch`` are ordinary request handlers.
-- ``tools/call`` passes through the same middleware for the argument check and the meta-tools.
-- Modes (``lazymcp.modes``, spec §17) shape a stock client's listing and decide its meta-tool calls;
-  this module only carries their decisions out: ``invoke_tool`` becomes the real tool's call further
-  down the chain, and a ``dynamic`` session's change of tools becomes a ``list_changed`` to that
-  session. A dynamic session lives in the connection's state (``ctx.session._connection.state``,
-  private SDK), and only a 2025-11-25 connection with a back channel has one: on 2026-07-28 each
-  request is a fresh connection, so those requests get the stable surface.
+- Every ``tools/*`` request goes to ``lazymcp.methods.dispatch`` (the same door as the proxy's) from a
+  server middleware. An answer never calls the rest of the chain: the SDK's own path validates and
+  serializes every tool (about 120 ms for 1,000 tools) and its result validation refuses stubs, so
+  lazy listings come precomputed from the ``Catalog``, enveloped for 2026-07-28 by the dispatcher.
+  ``tools/describe`` and ``tools/describe_batch`` are also registered as handlers, so the server
+  knows the methods; they take the same door.
+- This module only carries the dispatcher's decisions out: a call the server runs goes down the
+  chain (``invoke_tool`` as the real tool's call), and a ``dynamic`` session's change of tools
+  becomes a ``list_changed`` to that session. A dynamic session lives in the connection's state, and
+  only a 2025-11-25 connection with a back channel has one: on 2026-07-28 each request is a fresh
+  connection, so those requests get the stable surface.
 - The 2025-11-25 ``initialize`` result loses ``capabilities.extensions`` in the SDK's wire sieve;
   the middleware puts the advertisement back.
 
@@ -31,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any, cast
 
@@ -47,18 +46,19 @@ from mcp_types import methods as wire
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
+from lazymcp import sdk_private
+from lazymcp.bridge import Envelope
 from lazymcp.catalog import Catalog
 from lazymcp.errors import CatalogError, LazyMCPError
 from lazymcp.messages import EXT_ID, Tool
-from lazymcp.metadata import Metadata, declared_in_tool, parse_metadata
-from lazymcp.methods import METHODS
-from lazymcp.modes import Answer, Run, Session, call_tool, check_configuration, list_tools
+from lazymcp.metadata import Metadata, check_author_summaries, parse_metadata
+from lazymcp.methods import METHODS, NEW_METHODS, Answer, Caller, Run, advertise, declares, dispatch
+from lazymcp.modes import DynamicSession, check_configuration
 from lazymcp.options import Options
+from lazymcp.paging import Pages, PagingError
 
 logger = logging.getLogger(__name__)
 
-MAX_SOURCE_PAGES = 10_000
-"""Bound on the pages read from a server's own ``tools/list`` handler when building its catalog."""
 SESSION_KEY = "io.lazymcp/session"
 """Where a connection's dynamic-mode ``Session`` lives in its state."""
 
@@ -72,7 +72,7 @@ def client_declared(ctx: Context) -> bool:
     this request's ``_meta`` envelope.
     """
     caps = ctx.session.client_capabilities
-    return bool(caps is not None and caps.extensions and EXT_ID in caps.extensions)
+    return caps is not None and declares(caps.extensions)
 
 
 def _modern(ctx: Context) -> bool:
@@ -158,23 +158,23 @@ class LazyTools:
         entry = self.server.get_request_handler("tools/list")
         if entry is None:
             return []
-        tools: list[Tool] = []
-        cursor: str | None = None
-        for _ in range(MAX_SOURCE_PAGES):
-            params = types.PaginatedRequestParams(cursor=cursor)
-            result: object = await entry.handler(
-                replace(ctx, params={} if cursor is None else {"cursor": cursor}), params
-            )
+        pages = Pages()
+        more = True
+        while more:
+            params = pages.params()
+            result: object = await entry.handler(replace(ctx, params=params), types.PaginatedRequestParams(**params))
             if isinstance(result, BaseModel):
                 raw = result.model_dump(by_alias=True, mode="json", exclude_none=True)
             else:
                 raw = dict(cast(Mapping[str, Any], result))
             page = wire.serialize_server_result("tools/list", ctx.protocol_version, raw)
-            tools.extend(page["tools"])
-            cursor = page.get("nextCursor")
-            if not cursor:
-                break
-        return tools
+            try:
+                more = pages.add(page["tools"], page.get("nextCursor"))
+            except PagingError as exc:
+                error = CatalogError(f"the server's own tools/list cannot be read: {exc}")
+                logger.error("lazymcp: %s", error.message)
+                raise _wire_error(error) from None
+        return pages.entries
 
     def static_catalog(self) -> Catalog:
         """The catalog of a server built with ``tools=``.
@@ -224,7 +224,7 @@ class LazyTools:
     def _find_or_install_bus(self) -> SubscriptionBus:
         entry = self.server.get_request_handler("subscriptions/listen")
         if entry is not None and isinstance(entry.handler, ListenHandler):
-            return entry.handler._bus  # pyright: ignore[reportPrivateUsage]  # private SDK
+            return sdk_private.listen_bus(entry.handler)
         bus = InMemorySubscriptionBus()
         if entry is None:
             self.server.add_request_handler(
@@ -236,38 +236,27 @@ class LazyTools:
         server = self.server
         if server.get_request_handler("tools/list") is None:
             server.add_request_handler("tools/list", types.PaginatedRequestParams, self._empty_listing)
-        for method in METHODS:
-            server.add_request_handler(method, types.RequestParams, self._method_handler(method))
+        for method in NEW_METHODS:
+            server.add_request_handler(method, types.RequestParams, self._method_handler)
         server.extensions[EXT_ID] = dict(self.options.settings())
         server.middleware.append(self.middleware)
 
     async def _empty_listing(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[])  # only registered so the server advertises tools
 
-    def _method_handler(self, method: str) -> Callable[[Context, Any], Awaitable[dict[str, Any]]]:
-        handler = METHODS[method]
-
-        async def handle(ctx: Context, _params: Any) -> dict[str, Any]:
-            catalog = await self.catalog(ctx)
-            try:
-                result = handler(catalog, ctx.params)
-            except LazyMCPError as exc:
-                raise _wire_error(exc) from None
-            return self._cache_hints(ctx, result)
-
-        return handle
+    async def _method_handler(self, ctx: Context, _params: Any) -> HandlerResult:
+        return await self._serve(ctx, None)
 
     # --- the middleware ----------------------------------------------------------------------
 
     async def middleware(self, ctx: Context, call_next: CallNext) -> HandlerResult:
-        """Serve ``tools/list``, check ``tools/call``, advertise on ``initialize``, track sessions."""
+        """Serve ``tools/*``, advertise on ``initialize``, track 2025-era sessions."""
         method = ctx.method
-        if method == "tools/list" and self._gate_open(ctx):
-            return await self._tools_list(ctx)
-        if method == "tools/call" and self._gate_open(ctx):
-            return await self._tools_call(ctx, call_next)
+        if method in METHODS and self._gate_open(ctx):
+            return await self._serve(ctx, call_next)
         if method == "initialize":
-            return self._advertise(await call_next(ctx))
+            result = await call_next(ctx)
+            return advertise(result, self.options) if isinstance(result, dict) else result  # LT-02
         if method == "notifications/initialized":
             self._track(ctx.session)
         return await call_next(ctx)
@@ -275,71 +264,54 @@ class LazyTools:
     @staticmethod
     def _gate_open(ctx: Context) -> bool:
         # A 2025 request before the handshake goes down the chain, where the SDK refuses it.
-        return ctx.request_id is not None and ctx.session._connection.initialize_accepted  # pyright: ignore[reportPrivateUsage]  # private SDK
+        return ctx.request_id is not None and sdk_private.initialize_accepted(ctx.session)
 
-    def _session(self, ctx: Context) -> Session | None:
-        """This connection's dynamic-mode session, when it can have one (2025-11-25, with a back channel)."""
-        if self.options.mode != "dynamic" or _modern(ctx):
-            return None
-        connection = ctx.session._connection  # pyright: ignore[reportPrivateUsage]  # private SDK
-        if not connection.has_standalone_channel:
-            return None  # stateless HTTP: each request is a new connection, and none can be told of a change
-        session = connection.state.get(SESSION_KEY)
-        if not isinstance(session, Session):
-            session = connection.state[SESSION_KEY] = Session()
-        return session
-
-    async def _tools_list(self, ctx: Context) -> HandlerResult:
+    async def _serve(self, ctx: Context, call_next: CallNext | None) -> HandlerResult:
+        """One ``tools/*`` request through the one door, and its outcome carried out."""
+        catalog = await self.catalog(ctx)
+        caller = Caller(declared=client_declared(ctx), session=self._session(ctx), envelope=self._envelope(ctx))
         try:
-            catalog = await self.catalog(ctx)
-            result = list_tools(catalog, ctx.params, declared=client_declared(ctx), session=self._session(ctx))
+            outcome = dispatch(ctx.method, catalog, ctx.params, caller)
         except LazyMCPError as exc:
             raise _wire_error(exc) from None
-        return self._envelope(ctx, self._cache_hints(ctx, result))
-
-    async def _tools_call(self, ctx: Context, call_next: CallNext) -> HandlerResult:
-        params = cast(Mapping[str, Any], ctx.params or {})
-        catalog = await self.catalog(ctx)
-        outcome = call_tool(catalog, params, session=self._session(ctx))
         if isinstance(outcome, Answer):
             if outcome.changed:  # this session's tool list changed: tell it, on this request's stream,
                 # so the notice arrives ahead of the answer (and cannot miss a GET stream not yet open)
                 await ctx.session.send_notification(types.ToolListChangedNotification(), ctx.request_id)
-            return self._envelope(ctx, outcome.result)
+            return outcome.result
+        assert call_next is not None  # only tools/call leaves a call to the server
         if isinstance(outcome, Run):  # invoke_tool: the real tool's call, down the rest of the chain
+            params = cast(Mapping[str, Any], ctx.params or {})
             return await call_next(
                 replace(ctx, params={**params, "name": outcome.name, "arguments": outcome.arguments})
             )
         return await call_next(ctx)
 
-    def _cache_hints(self, ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
-        """2026-era freshness hints: the server's own ``tools/list`` hint, else the SDK defaults (LT-15)."""
+    def _session(self, ctx: Context) -> DynamicSession | None:
+        """This connection's dynamic-mode session, when it can have one (2025-11-25, with a back channel)."""
+        if self.options.mode != "dynamic" or _modern(ctx):
+            return None
+        if not sdk_private.has_back_channel(ctx.session):
+            return None  # stateless HTTP: each request is a new connection, and none can be told of a change
+        state = sdk_private.connection_state(ctx.session)
+        session = state.get(SESSION_KEY)
+        if not isinstance(session, DynamicSession):
+            session = state[SESSION_KEY] = DynamicSession()
+        return session
+
+    def _envelope(self, ctx: Context) -> Envelope | None:
+        """The 2026-era envelope of this server's results: its own ``tools/list`` cache hint, else the
+        SDK defaults (LT-15), and its ``serverInfo`` stamp; None on 2025-11-25."""
         if not _modern(ctx):
-            return result
+            return None
         hint = self.server.cache_hints.get("tools/list")
         ttl, scope = (0, "private") if hint is None else (hint.ttl_ms, hint.scope)
-        return {"ttlMs": ttl, "cacheScope": scope, **result}
-
-    def _envelope(self, ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
-        """What the SDK's result pipeline adds on 2026-07-28, for results that skip it."""
-        if _modern(ctx):
-            result["resultType"] = "complete"
-            result["_meta"] = {types.SERVER_INFO_META_KEY: self.server.server_info_stamp}
-        return result
-
-    def _advertise(self, result: HandlerResult) -> HandlerResult:
-        """Put the advertisement back into a 2025-era ``initialize`` result (LT-02)."""
-        if isinstance(result, dict):
-            caps = result.setdefault("capabilities", {})
-            caps.setdefault("extensions", {})[EXT_ID] = dict(self.options.settings())
-            if "tools" in caps:
-                caps["tools"] = {**caps["tools"], "listChanged": True}
-        return result
+        return Envelope(ttl, scope, self.server.server_info_stamp)
 
     def _track(self, session: ServerSession) -> None:
         """Remember a 2025-era connection for ``list_changed``, until it closes."""
         self._legacy_sessions.append(session)
-        session._connection.exit_stack.callback(self._forget, session)  # pyright: ignore[reportPrivateUsage]  # private SDK
+        sdk_private.on_close(session, self._forget)
 
     def _forget(self, session: ServerSession) -> None:
         if session in self._legacy_sessions:
@@ -379,8 +351,8 @@ def lazify(
     if metadata is not None:
         declared = parse_metadata(metadata, source="lazify(metadata=...)", limit=options.summary_chars)
     if isinstance(server, MCPServer):
-        lowlevel: Server[Any] = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # private SDK
-        bus = bus or server._subscriptions  # pyright: ignore[reportPrivateUsage]  # private SDK
+        lowlevel = sdk_private.lowlevel_server(server)
+        bus = bus or sdk_private.subscription_bus(server)
         lazy = LazyTools(lowlevel, options=options, tools=tools, bus=bus, metadata=declared)
         if tools is None:
             lazy.check_tools(_registered_tools(server))
@@ -389,24 +361,9 @@ def lazify(
     return LazyTools(server, options=options, tools=tools, bus=bus, metadata=declared)
 
 
-def check_author_summaries(tools: Iterable[Tool], limit: int) -> None:
-    """The summaries a server's author declared in its own tools' ``_meta`` fit in ``limit`` characters.
-
-    Raises:
-        CatalogError: one does not; the message names the tool.
-    """
-    for tool in tools:
-        summary = declared_in_tool(tool).summary
-        if summary is not None and len(summary) > limit:
-            raise CatalogError(
-                f"tool {tool['name']!r}: the summary in its _meta is {len(summary)} characters, "
-                f"more than the limit of {limit}: {summary!r}"
-            )
-
-
 def _registered_tools(server: MCPServer[Any]) -> list[Tool]:
     """An ``MCPServer``'s tools as far as names and metadata go, read without serving a request."""
-    manager = server._tool_manager  # pyright: ignore[reportPrivateUsage]  # private SDK
+    manager = sdk_private.tool_manager(server)
     tools: list[Tool] = []
     for tool in manager.list_tools():
         entry: Tool = {"name": tool.name, "description": tool.description, "inputSchema": tool.parameters}
@@ -421,7 +378,7 @@ def _watch_tool_manager(server: MCPServer[Any], lazy: LazyTools) -> None:
 
     A tool registered with a ``_meta`` summary over the limit is refused at once, with a clear error.
     """
-    manager = server._tool_manager  # pyright: ignore[reportPrivateUsage]  # private SDK
+    manager = sdk_private.tool_manager(server)
     add, remove = manager.add_tool, manager.remove_tool
 
     def add_tool(*args: Any, **kwargs: Any) -> Any:

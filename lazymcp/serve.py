@@ -23,6 +23,7 @@ from mcp.shared.message import SessionMessage
 
 from lazymcp.arguments import check_arguments
 from lazymcp.errors import CatalogError, suggest
+from lazymcp.files import read_json
 from lazymcp.messages import Tool
 from lazymcp.options import Options
 from lazymcp.sdk import LazyTools
@@ -36,12 +37,7 @@ def load_tools(path: str | Path) -> list[Tool]:
     Raises:
         CatalogError: the file is missing, not JSON, or not of either shape.
     """
-    try:
-        data = orjson.loads(Path(path).read_bytes())
-    except OSError as exc:
-        raise CatalogError(f"cannot read catalog {str(path)!r}: {exc.strerror or exc}") from None
-    except orjson.JSONDecodeError as exc:
-        raise CatalogError(f"catalog {str(path)!r} is not JSON: {exc}") from None
+    data = read_json(path, "catalog")
     tools: object = cast(dict[str, object], data).get("tools") if isinstance(data, dict) else data
     if not isinstance(tools, list):
         raise CatalogError(f"catalog {str(path)!r} must be a JSON list of tools or an object with a 'tools' list")
@@ -50,7 +46,7 @@ def load_tools(path: str | Path) -> list[Tool]:
 
 def build_server(tools: Sequence[Tool], options: Options | None = None, *, name: str = SERVER_NAME) -> LazyTools:
     """A lowlevel SDK server serving ``tools`` lazily; returns its ``LazyTools`` (``.server`` is the server)."""
-    from lazymcp import __version__
+    from lazymcp.version import __version__
 
     lazy: LazyTools | None = None
 

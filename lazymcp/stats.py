@@ -16,7 +16,7 @@ from mcp import Client
 from lazymcp.catalog import Catalog
 from lazymcp.client import LazyClient, list_all
 from lazymcp.messages import DETAILS, Tool
-from lazymcp.modes import list_tools
+from lazymcp.methods import Caller, list_tools
 from lazymcp.options import Options
 from lazymcp.tokens import Size, compact_json, count_tokens
 
@@ -75,8 +75,8 @@ async def collect(target: Any, stock_target: Any | None = None, **client_kwargs:
 def computed_listings(full: Sequence[Tool], options: Options) -> dict[str, list[Any]]:
     """The lazy listings a lazy server would serve for ``full``, computed locally."""
     catalog = Catalog.build(full, options)
-    stock = list_tools(catalog, {"lazy": True}, declared=False, session=None)  # what a stock client is served
-    listings: dict[str, list[Any]] = {"stock": stock["tools"]}
+    stock = list_tools(catalog, {"lazy": True}, Caller())  # what a stock client is served
+    listings: dict[str, list[Any]] = {"stock": stock.result["tools"]}
     for detail in DETAILS:
         listings[f"stubs:{detail}"] = catalog.page("bare", detail, None)["tools"]
     return listings

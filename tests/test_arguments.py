@@ -9,7 +9,7 @@ import pytest
 
 from lazymcp.arguments import check_arguments, compile_validator
 from lazymcp.catalog import Catalog
-from lazymcp.methods import check_call
+from lazymcp.modes import check_call
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 DRAFT_06 = "http://json-schema.org/draft-06/schema#"

@@ -16,11 +16,11 @@ from lazymcp import EXT_ID, lazify
 from lazymcp.catalog import Catalog
 from lazymcp.errors import CatalogError
 from lazymcp.metadata import Metadata, derive_category, load_metadata, parse_metadata, tool_meta
-from lazymcp.methods import describe
-from lazymcp.modes import Answer, call_tool, list_tools
+from lazymcp.methods import Answer
 from lazymcp.options import Options
 
 from .conftest import ERAS
+from .handlers import call_tool, describe, list_tools
 
 TOOLS: list[dict[str, Any]] = [
     {

@@ -13,18 +13,13 @@ from jsonschema import Draft202012Validator
 
 from lazymcp.catalog import Catalog
 from lazymcp.errors import ErrorCode, InvalidParams, UnknownTool
-from lazymcp.methods import (
-    ListRequest,
-    call_meta_tool,
-    check_call,
-    describe,
-    describe_batch,
-    list_tools,
-    parse_list_params,
-    resolve_shape,
-)
+from lazymcp.methods import ListRequest, parse_list_params, resolve_shape
+from lazymcp.modes import check_call
 from lazymcp.options import Options
 from tests.conftest import SMALL_TOOLS, SPEC, shared_catalog
+
+from .handlers import call_meta_tool, describe, describe_batch
+from .handlers import page as list_tools
 
 ERROR_SCHEMA = Draft202012Validator(json.loads((SPEC / "schema" / "error-invalid-params.json").read_text()))
 PAYLOAD_SCHEMA = Draft202012Validator(json.loads((SPEC / "schema" / "describe-tools-payload.json").read_text()))

@@ -16,10 +16,12 @@ from lazymcp import LazyClient, lazify
 from lazymcp.catalog import Catalog
 from lazymcp.errors import CatalogError
 from lazymcp.messages import Tool
-from lazymcp.modes import Answer, Run, Session, call_tool, list_tools
+from lazymcp.methods import Answer, Run
+from lazymcp.modes import DynamicSession as Session
 from lazymcp.options import Options
 
 from .conftest import ERAS
+from .handlers import call_tool, list_tools
 
 pytestmark = pytest.mark.anyio
 

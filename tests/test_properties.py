@@ -11,11 +11,14 @@ from hypothesis import strategies as st
 
 from lazymcp.catalog import Catalog
 from lazymcp.errors import ErrorCode, InvalidParams
-from lazymcp.methods import describe, describe_batch, list_tools, parse_list_params
+from lazymcp.methods import parse_list_params
 from lazymcp.options import Options
 from lazymcp.stubs import make_stub, summarize
 from lazymcp.tokens import Size
 from tests.conftest import SMALL_TOOLS, shared_catalog
+
+from .handlers import describe, describe_batch
+from .handlers import page as list_tools
 
 EXT = "io.lazymcp/lazy-tools"
 ELLIPSIS = "\u2026"

@@ -330,7 +330,7 @@ def test_a_modern_client_before_a_legacy_upstream_is_bridged() -> None:
 def test_a_bridged_listen_stream_gets_the_upstreams_list_changed() -> None:
     router = Router()
     router.era, router.upstream_era = "modern", "legacy"
-    router._upstream_init = {"capabilities": {"tools": {}}}  # pyright: ignore[reportPrivateUsage]
+    router._bridge.upstream_init = {"capabilities": {"tools": {}}}  # pyright: ignore[reportPrivateUsage]
     [fetch] = router._start_fetch(0)  # pyright: ignore[reportPrivateUsage]
     own = json.loads(fetch.data)  # type: ignore[union-attr]
     router.from_server(line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": SMALL_TOOLS}}), 0)
