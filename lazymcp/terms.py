@@ -10,6 +10,7 @@ match while the exact form counts more.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Container
@@ -108,17 +109,22 @@ STEM_MARK: Final = "~"
 
 
 def _emit_word(word: str, out: list[str], stemming: bool) -> None:
+    out.extend(_word_terms(word, stemming))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word_terms(word: str, stemming: bool) -> tuple[str, ...]:
+    """A casefolded word's terms (memoized: a catalog repeats its words, and stemming is the costly part)."""
     if word.isascii():
         if len(word) < 2 and not word.isdigit() or word in STOPWORDS:
-            return
-        out.append(word)
+            return ()
         if stemming and _ASCII_ALPHA.fullmatch(word):
-            out.append(STEM_MARK + stem(word))
-    else:
-        out.append(word)
-        folded = _fold_accents(word)
-        if folded != word and folded.isascii():
-            _emit_word(folded, out, stemming)  # "créer" also yields "creer": users often drop accents
+            return (word, STEM_MARK + stem(word))
+        return (word,)
+    folded = _fold_accents(word)
+    if folded != word and folded.isascii():
+        return (word, *_word_terms(folded, stemming))  # "créer" also yields "creer": users often drop accents
+    return (word,)
 
 
 def _fold_accents(word: str) -> str:
@@ -140,6 +146,13 @@ def tokenize(
     """
     text = _normalize(text)
     out: list[str] = []
+    if not identifier and known is None:  # the common case, prose: no camelCase to look at
+        for run, word in _TOKEN.findall(text.casefold()):
+            if run:
+                _emit_nospace(run, out)
+            else:
+                out.extend(_word_terms(word, stemming))
+        return out
     for match in _TOKEN.finditer(text):
         run = match.group("nospace")
         if run is not None:
