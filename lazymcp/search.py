@@ -59,8 +59,8 @@ MAX_QUERY_TERMS: Final = 64
 MAX_K: Final = 1000
 """``search`` returns at most this many hits, whatever ``k`` asks."""
 K1: Final = 2.0
-"""BM25's term-frequency saturation. 2.0 rather than the textbook 1.2: cross-validation on the dev set
-picked it in 15 of 20 folds (bench/SEARCH.md)."""
+"""BM25's term-frequency saturation. 2.0 rather than the textbook 1.2, and ``b_description`` 0.5 rather
+than 0.75: cross-validation on the dev set picked each in most folds (bench/SEARCH.md)."""
 RANKER_ENV: Final = "LAZYMCP_RANKER"
 """``bm25`` keeps the stdlib ranker even where the ``semantic`` extra is installed; unset or ``auto``: the best."""
 
@@ -126,7 +126,7 @@ class FieldWeights:
     b_name: float = 0.5
     b_title: float = 0.5
     b_summary: float = 0.5
-    b_description: float = 0.75
+    b_description: float = 0.5
     b_category: float = 0.0
     b_param_names: float = 0.75
     b_param_descriptions: float = 0.75
