@@ -70,6 +70,12 @@ descriptions); cross-validation picks among them. The shipped default is the fir
 Search = Callable[[str], list[str]]
 PARAMETERS = os.environ.get("BENCH_SEARCH_PARAMETERS") == "1"
 """Also embed each tool's text with its parameter names (one more catalog embedding per model)."""
+NAMES = os.environ.get("BENCH_SEARCH_NAMES") == "1"
+"""Also embed each tool's name alone, fused as one more ranker (the same query vector, one more product)."""
+
+
+def name_text(document: Any) -> str:
+    return document.name.replace("__", " ").replace("_", " ").replace("-", " ")
 
 
 def load() -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
@@ -233,10 +239,18 @@ def semantic_methods(
             text = functools.partial(embedding_text, with_parameters=True)
             memo = embed.encoder
             embedders[f"{model}+params"] = EmbeddingRanker(documents.docs, memo, cache, text=text)
-    groups = {label: [embed] for label, embed in embedders.items()}
-    base = [embed for label, embed in embedders.items() if "+" not in label]
+        if NAMES:
+            names_only = EmbeddingRanker(documents.docs, embed.encoder, cache, text=name_text)
+            embedders[f"{model}&names"] = names_only
+    groups = {label: [embed] for label, embed in embedders.items() if "&" not in label}
+    for label, names_only in embedders.items():
+        if "&" in label:
+            groups[label] = [embedders[label.split("&")[0]], names_only]
+    base = [embed for label, embed in embedders.items() if "+" not in label and "&" not in label]
     if len(base) > 1:
         groups["all"] = base
+    if NAMES and len(base) > 1:
+        groups["all&names"] = [embed for label, embed in embedders.items() if "+" not in label]
     bm25 = BM25Ranker(documents.docs)
     for label, semantic in groups.items():
         for weight in WEIGHTS:
@@ -317,10 +331,10 @@ def run(models: Sequence[str], costs: bool = True) -> dict[str, Any] | None:
         methods[label] |= fixed_folds(result["rows"], queries)
     families = {"stdlib (cv)": [label for label in found if label.startswith("bm25f")]}
     for model in models:  # one family per install: what each extra alone can be tuned to
-        labels = [label for label in found if label.startswith((f"hybrid:{model}@", f"hybrid:{model}+"))]
+        labels = [label for label in found if label.startswith(tuple(f"hybrid:{model}{c}" for c in "@+&"))]
         if labels:
             families[f"{model} (cv)"] = labels
-    if any(label.startswith("hybrid:all") for label in found):
+    if any(label.startswith("hybrid:all") for label in found):  # "all@" and "all&names@"
         families["all (cv)"] = [label for label in found if label.startswith("hybrid:all")]
     cv = {
         family: cross_validate({label: found[label]["rows"] for label in labels}, queries)
