@@ -27,7 +27,6 @@ import argparse
 import functools
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -36,11 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.search_methods import (
-    OkapiBM25,
-    QueryMemo,
-    ranker_search,
-)
+from bench.search_methods import KINDS, METRICS, OkapiBM25, QueryMemo, cross_validate, fixed_folds, ranker_search
 from lazymcp.search import BM25Ranker, FieldWeights, RankerFactory, ToolIndex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +43,6 @@ SHARED = Path(os.environ.get("LAZYMCP_SHARED", ROOT.parent / "shared"))
 QUERIES = SHARED / "evals" / "authored" / "queries.json"
 CATALOG = SHARED / "catalogs" / "combined.json"
 DEPTH = 20
-KINDS = ("direct", "ambiguous-server", "multi", "foreign", "vocab")
 WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7)
 """BM25F's share in the hybrid, the grid cross-validation chooses from."""
 
@@ -111,9 +105,6 @@ def per_query(search: Search, queries: Sequence[dict[str, Any]], catalog: set[st
     return {"rows": rows, "times": times, "ranked": ranked_all}
 
 
-METRICS = ("recall@1", "recall@5", "recall@10", "hit@5", "mrr")
-
-
 def summarize(found: dict[str, Any], queries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     rows: list[dict[str, float]] = found["rows"]
     n = len(rows)
@@ -127,66 +118,6 @@ def summarize(found: dict[str, Any], queries: Sequence[dict[str, Any]]) -> dict[
         "ms_median": statistics.median(times) * 1000,
         "ms_p95": times[min(n - 1, int(0.95 * n + 0.999) - 1)] * 1000,
     }
-
-
-def folds(queries: Sequence[dict[str, Any]], k: int, seed: int) -> list[list[int]]:
-    """``k`` folds of query positions, stratified by kind, from a seeded shuffle."""
-    rng = random.Random(seed)
-    out: list[list[int]] = [[] for _ in range(k)]
-    slot = 0
-    for kind in KINDS:
-        members = [i for i, q in enumerate(queries) if q["kind"] == kind]
-        rng.shuffle(members)
-        for i in members:
-            out[slot % k].append(i)
-            slot += 1
-    return out
-
-
-def cross_validate(
-    family: dict[str, list[dict[str, float]]], queries: Sequence[dict[str, Any]], k: int = 5, repeats: int = 4
-) -> dict[str, Any]:
-    """Pick the variant with the best mean of Recall@5 and MRR on the training folds; score it held out.
-
-    Returns the held-out folds' mean and standard deviation of each metric, the picks, and each query's
-    held-out Hit@5 by kind (every query is held out once per repeat).
-    """
-    scores: dict[str, list[float]] = {m: [] for m in METRICS}
-    picks: dict[str, int] = {}
-    kind_hits: dict[str, list[float]] = {}
-    for repeat in range(repeats):
-        for held in folds(queries, k, seed=repeat):
-            heldset = set(held)
-            train = [i for i in range(len(queries)) if i not in heldset]
-
-            def objective(name: str, train: list[int] = train) -> float:
-                rows = family[name]
-                return sum(rows[i]["recall@5"] + rows[i]["mrr"] for i in train) / (2 * len(train))
-
-            best = max(family, key=objective)  # dict order breaks ties: the a-priori default is first
-            picks[best] = picks.get(best, 0) + 1
-            for m in METRICS:
-                scores[m].append(sum(family[best][i][m] for i in held) / len(held))
-            for i in held:
-                kind_hits.setdefault(queries[i]["kind"], []).append(family[best][i]["hit@5"])
-    return {
-        **{m: statistics.fmean(v) for m, v in scores.items()},
-        **{f"{m}_sd": statistics.stdev(v) for m, v in scores.items()},
-        **{f"{m}_range": (min(v), max(v)) for m, v in scores.items()},
-        "hit@5_by_kind": {kind: statistics.fmean(v) for kind, v in sorted(kind_hits.items())},
-        "picks": picks,
-        "folds": k * repeats,
-    }
-
-
-def fixed_folds(rows: list[dict[str, float]], queries: Sequence[dict[str, Any]], k: int = 5) -> dict[str, float]:
-    """One fixed method's fold means (5 stratified folds, 4 repeats): its own spread, nothing chosen."""
-    values: dict[str, list[float]] = {m: [] for m in ("recall@5", "mrr")}
-    for repeat in range(4):
-        for held in folds(queries, k, seed=repeat):
-            for m in values:
-                values[m].append(sum(rows[i][m] for i in held) / len(held))
-    return {f"{m}_sd": statistics.stdev(v) for m, v in values.items()}
 
 
 def index_search(index: ToolIndex) -> Search:

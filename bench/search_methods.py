@@ -1,14 +1,19 @@
-"""The search bench's reference ranker (plain Okapi BM25, as the dev set defines it) and its helpers."""
+"""The search bench's reference ranker (plain Okapi BM25, as the dev set defines it), its cross-validation
+and helpers."""
 
 from __future__ import annotations
 
 import math
+import random
 import re
+import statistics
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from lazymcp.search import Ranker
 
+KINDS = ("direct", "ambiguous-server", "multi", "foreign", "vocab")
+METRICS = ("recall@1", "recall@5", "recall@10", "hit@5", "mrr")
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
@@ -36,12 +41,14 @@ class OkapiBM25:
 
     @staticmethod
     def text(tool: dict[str, Any]) -> str:
-        parts = [tool["name"], tool.get("description") or ""]
-        props = (tool.get("inputSchema") or {}).get("properties") or {}
+        parts: list[str] = [tool["name"], tool.get("description") or ""]
+        schema: dict[str, Any] = tool.get("inputSchema") or {}
+        props: dict[str, Any] = schema.get("properties") or {}
         for key, prop in props.items():
             parts.append(key)
-            if isinstance(prop, dict) and isinstance(prop.get("description"), str):
-                parts.append(prop["description"])
+            described: Any = cast(dict[str, Any], prop).get("description") if isinstance(prop, dict) else None
+            if isinstance(described, str):
+                parts.append(described)
         return " ".join(parts)
 
     @staticmethod
@@ -75,3 +82,63 @@ class QueryMemo:
 
 def ranker_search(ranker: Ranker, names: Sequence[str], depth: int) -> Callable[[str], list[str]]:
     return lambda query: [names[pos] for pos, _ in ranker.rank(query, depth)]
+
+
+def folds(queries: Sequence[dict[str, Any]], k: int, seed: int) -> list[list[int]]:
+    """``k`` folds of query positions, stratified by kind, from a seeded shuffle."""
+    rng = random.Random(seed)
+    out: list[list[int]] = [[] for _ in range(k)]
+    slot = 0
+    for kind in KINDS:
+        members = [i for i, q in enumerate(queries) if q["kind"] == kind]
+        rng.shuffle(members)
+        for i in members:
+            out[slot % k].append(i)
+            slot += 1
+    return out
+
+
+def cross_validate(
+    family: dict[str, list[dict[str, float]]], queries: Sequence[dict[str, Any]], k: int = 5, repeats: int = 4
+) -> dict[str, Any]:
+    """Pick the variant with the best mean of Recall@5 and MRR on the training folds; score it held out.
+
+    Returns the held-out folds' mean and standard deviation of each metric, the picks, and each query's
+    held-out Hit@5 by kind (every query is held out once per repeat).
+    """
+    scores: dict[str, list[float]] = {m: [] for m in METRICS}
+    picks: dict[str, int] = {}
+    kind_hits: dict[str, list[float]] = {}
+    for repeat in range(repeats):
+        for held in folds(queries, k, seed=repeat):
+            heldset = set(held)
+            train = [i for i in range(len(queries)) if i not in heldset]
+
+            def objective(name: str, train: list[int] = train) -> float:
+                rows = family[name]
+                return sum(rows[i]["recall@5"] + rows[i]["mrr"] for i in train) / (2 * len(train))
+
+            best = max(family, key=objective)  # dict order breaks ties: the a-priori default is first
+            picks[best] = picks.get(best, 0) + 1
+            for m in METRICS:
+                scores[m].append(sum(family[best][i][m] for i in held) / len(held))
+            for i in held:
+                kind_hits.setdefault(queries[i]["kind"], []).append(family[best][i]["hit@5"])
+    return {
+        **{m: statistics.fmean(v) for m, v in scores.items()},
+        **{f"{m}_sd": statistics.stdev(v) for m, v in scores.items()},
+        **{f"{m}_range": (min(v), max(v)) for m, v in scores.items()},
+        "hit@5_by_kind": {kind: statistics.fmean(v) for kind, v in sorted(kind_hits.items())},
+        "picks": picks,
+        "folds": k * repeats,
+    }
+
+
+def fixed_folds(rows: list[dict[str, float]], queries: Sequence[dict[str, Any]], k: int = 5) -> dict[str, float]:
+    """One fixed method's fold means (5 stratified folds, 4 repeats): its own spread, nothing chosen."""
+    values: dict[str, list[float]] = {m: [] for m in ("recall@5", "mrr")}
+    for repeat in range(4):
+        for held in folds(queries, k, seed=repeat):
+            for m in values:
+                values[m].append(sum(rows[i][m] for i in held) / len(held))
+    return {f"{m}_sd": statistics.stdev(v) for m, v in values.items()}
