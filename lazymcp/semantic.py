@@ -14,14 +14,18 @@ import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 from lazymcp.search import BM25Ranker, Document, Ranker, RankerFactory, parameters
 from lazymcp.terms import normalize_name
+
+_log = logging.getLogger("lazymcp.semantic")
 
 __all__ = [
     "E5_MODEL",
@@ -59,6 +63,9 @@ QUERY_CHARS: Final = 500
 """An embedding model reads at most this much of a query: its cost grows with the length."""
 DOC_CHARS: Final = 300
 """What an embedding model reads of a tool's description, at most (the first sentences say what it does)."""
+BACKGROUND_ABOVE: Final = 64
+"""``hybrid`` embeds a catalog in the background when the cache lacks more than this many tools (seconds
+of work on one core); fewer are embedded before the index is returned."""
 CACHE_ENV: Final = "LAZYMCP_CACHE_DIR"
 """Where tool embeddings are cached (default: ``$XDG_CACHE_HOME/lazymcp``, else ``~/.cache/lazymcp``)."""
 THREADS_ENV: Final = "LAZYMCP_EMBED_THREADS"
@@ -173,16 +180,26 @@ class EmbeddingCache:
         safe = "".join(c if c.isalnum() or c in "-._@" else "_" for c in encoder.key)
         return self.directory / "embeddings" / f"{safe}.npz"
 
-    def embed(self, encoder: Encoder, texts: Sequence[str]) -> Any:
-        np: Any = importlib.import_module("numpy")
-        digests = [hashlib.sha256(f"{encoder.key}\n{text}".encode()).hexdigest().encode() for text in texts]
-        path = self.path(encoder)
-        known: dict[bytes, Any] = {}
+    def _digests(self, encoder: Encoder, texts: Sequence[str]) -> list[bytes]:
+        return [hashlib.sha256(f"{encoder.key}\n{text}".encode()).hexdigest().encode() for text in texts]
+
+    def _load(self, np: Any, path: Path) -> dict[bytes, Any]:
         try:
             with np.load(path, allow_pickle=False) as stored:
-                known = dict(zip(stored["digests"].tolist(), stored["vectors"], strict=True))
+                return dict(zip(stored["digests"].tolist(), stored["vectors"], strict=True))
         except (OSError, ValueError, KeyError):
-            pass
+            return {}
+
+    def missing(self, encoder: Encoder, texts: Sequence[str]) -> int:
+        """How many of the texts the cache lacks (distinct ones)."""
+        known = self._load(importlib.import_module("numpy"), self.path(encoder))
+        return len({d for d in self._digests(encoder, texts) if d not in known})
+
+    def embed(self, encoder: Encoder, texts: Sequence[str]) -> Any:
+        np: Any = importlib.import_module("numpy")
+        digests = self._digests(encoder, texts)
+        path = self.path(encoder)
+        known = self._load(np, path)
         missing = sorted({d: i for i, d in reversed(list(enumerate(digests))) if d not in known}.values())
         self.computed = len(missing)
         if missing:
@@ -209,7 +226,10 @@ class EmbeddingRanker:
     """Cosine similarity of a query's and each tool's sentence embedding.
 
     The tools are embedded at build, through ``cache`` (only what it lacks); each query costs one
-    embedding and one matrix-vector product.
+    embedding and one matrix-vector product. With ``background_above``, when the cache lacks more than
+    that many texts they are embedded in a background thread, and until they are ready ``rank``
+    returns nothing (a ``HybridRanker`` then ranks by its other rankers alone): a new catalog of a
+    thousand tools takes minutes to embed, and search must answer meanwhile.
     """
 
     def __init__(
@@ -218,17 +238,41 @@ class EmbeddingRanker:
         encoder: Encoder | None = None,
         cache: EmbeddingCache | None = None,
         text: Callable[[Document], str] = embedding_text,
+        background_above: int | None = None,
     ) -> None:
         self.encoder = encoder if encoder is not None else load_encoder()
         self.cache = cache if cache is not None else EmbeddingCache()
-        self.matrix: Any = self.cache.embed(self.encoder, [text(d) for d in documents])
         self.size = len(documents)
+        self.matrix: Any = None
+        self._ready = threading.Event()
+        texts = [text(d) for d in documents]
+        if background_above is not None and self.cache.missing(self.encoder, texts) > background_above:
+            _log.info("embedding %d tools in the background; search uses BM25F until they are ready", len(texts))
+            threading.Thread(target=self._embed, args=(texts, True), name="lazymcp-embed", daemon=True).start()
+        else:
+            self._embed(texts)
+
+    def _embed(self, texts: list[str], background: bool = False) -> None:
+        try:
+            self.matrix = self.cache.embed(self.encoder, texts)
+        except Exception as exc:
+            if not background:
+                raise
+            _log.warning("embedding the tools failed (%s); search goes on without them", exc)
+        finally:
+            self._ready.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the tools are embedded (or embedding failed); true when they are."""
+        self._ready.wait(timeout)
+        return self.matrix is not None
 
     def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
-        if not query.strip() or self.size == 0:
+        matrix: Any = self.matrix
+        if matrix is None or not query.strip() or self.size == 0:
             return []
         vector: Any = self.encoder.query(query[:QUERY_CHARS])
-        scores: Any = self.matrix @ vector
+        scores: Any = matrix @ vector
         order: Any = (-scores).argsort(kind="stable")[:limit]
         return [(int(pos), float(scores[pos])) for pos in order]
 
@@ -303,7 +347,7 @@ def hybrid(
     store = cache if cache is not None else EmbeddingCache()
 
     def build(documents: Sequence[Document]) -> Ranker:
-        semantic = [EmbeddingRanker(documents, encoder, store) for encoder in chosen]
+        semantic = [EmbeddingRanker(documents, encoder, store, background_above=BACKGROUND_ABOVE) for encoder in chosen]
         rankers: list[tuple[Ranker, float]] = [(BM25Ranker(documents), share)]
         rankers += [(ranker, (1.0 - share) / len(semantic)) for ranker in semantic]
         return HybridRanker(rankers, size=len(documents), floor=floor)

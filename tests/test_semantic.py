@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,51 @@ def test_duplicate_texts_are_embedded_once(tmp_path: Path) -> None:
     encoder = Hashed()
     EmbeddingRanker(documents([TOOLS[0], TOOLS[0], TOOLS[1]]), encoder, EmbeddingCache(tmp_path))
     assert len(encoder.embedded) == 2
+
+
+class Gated(Hashed):
+    """The stand-in model, which embeds documents only once its gate is opened."""
+
+    key = "gated-hashed-words-64"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def documents(self, texts: list[str]) -> Any:
+        assert self.gate.wait(5)
+        return super().documents(texts)
+
+
+def test_a_large_uncached_catalog_is_embedded_in_the_background(tmp_path: Path) -> None:
+    encoder = Gated()
+    ranker = EmbeddingRanker(documents(TOOLS), encoder, EmbeddingCache(tmp_path), background_above=2)
+    assert ranker.rank("post a message to slack", 3) == []  # not embedded yet
+    fused = HybridRanker([(BM25Ranker(documents(TOOLS)), 0.5), (ranker, 0.5)], size=len(TOOLS))
+    assert fused.rank("post a message to slack", 1)[0][0] == 2  # BM25F answers meanwhile
+    encoder.gate.set()
+    assert ranker.wait(5)
+    assert ranker.rank("post a message to slack", 1)[0][0] == 2
+    assert len(encoder.embedded) == len(TOOLS)
+
+
+def test_a_cached_catalog_is_ready_when_built_even_above_the_threshold(tmp_path: Path) -> None:
+    EmbeddingRanker(documents(TOOLS), Hashed(), EmbeddingCache(tmp_path))
+    ranker = EmbeddingRanker(documents(TOOLS), Hashed(), EmbeddingCache(tmp_path), background_above=2)
+    assert ranker.matrix is not None
+    assert ranker.rank("post a message to slack", 1)[0][0] == 2
+
+
+def test_a_failed_background_embedding_leaves_the_other_rankers(tmp_path: Path) -> None:
+    class Broken(Hashed):
+        def documents(self, texts: list[str]) -> Any:
+            raise RuntimeError("the model could not run")
+
+    ranker = EmbeddingRanker(documents(TOOLS), Broken(), EmbeddingCache(tmp_path), background_above=0)
+    assert not ranker.wait(5)
+    assert ranker.rank("post a message to slack", 3) == []
+    with pytest.raises(RuntimeError):  # built in the foreground, the failure is the caller's
+        EmbeddingRanker(documents(TOOLS), Broken(), EmbeddingCache(tmp_path))
 
 
 def test_embedding_text_reads_name_title_and_description_start() -> None:
