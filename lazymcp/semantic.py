@@ -164,6 +164,20 @@ def default_cache_dir() -> Path:
     return Path(base) / "lazymcp"
 
 
+MAX_CACHED: Final = 50_000
+"""Vectors one model's cache file keeps at most (about 75 MB for 384 dimensions): the oldest others go first."""
+
+
+def _bounded(vectors: dict[bytes, Any], current: set[bytes]) -> dict[bytes, Any]:
+    """``vectors`` cut to ``MAX_CACHED``, keeping ``current`` and then the most recently added."""
+    if len(vectors) <= MAX_CACHED:
+        return vectors
+    others = [digest for digest in vectors if digest not in current]
+    room = max(MAX_CACHED - len(current), 0)
+    kept = (others[-room:] if room else []) + [digest for digest in vectors if digest in current]
+    return {digest: vectors[digest] for digest in kept}
+
+
 class EmbeddingCache:
     """Tool embeddings on disk, one file per model, keyed by a digest of the model and the exact text.
 
@@ -206,7 +220,7 @@ class EmbeddingCache:
             fresh: Any = np.asarray(encoder.documents([texts[i] for i in missing]), dtype=np.float32)
             for row, i in enumerate(missing):
                 known[digests[i]] = fresh[row]
-            self._store(np, path, known)
+            self._store(np, path, _bounded(known, set(digests)))
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([known[d] for d in digests]).astype(np.float32, copy=False)

@@ -248,3 +248,16 @@ def test_e5_hybrid_is_the_default_and_is_cached(tmp_path: Path, monkeypatch: pyt
     again = ToolIndex.build(TOOLS, ranker=hybrid(cache=cache))
     assert cache.computed == 0
     assert again.search("destroy the VM", 1).names == ["azure__vm_delete"]
+
+
+def test_the_cache_keeps_the_current_catalog_and_drops_the_oldest_others_past_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import lazymcp.semantic as semantic
+
+    monkeypatch.setattr(semantic, "MAX_CACHED", 4)
+    vectors = {f"d{i}".encode(): i for i in range(8)}
+    current = {b"d0", b"d1"}
+    kept = semantic._bounded(vectors, current)  # pyright: ignore[reportPrivateUsage]
+    assert list(kept) == [b"d6", b"d7", b"d0", b"d1"]
+    assert semantic._bounded({b"a": 1}, set()) == {b"a": 1}  # pyright: ignore[reportPrivateUsage]
