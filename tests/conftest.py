@@ -14,6 +14,10 @@ SHARED = Path(os.environ.get("LAZYMCP_SHARED", ROOT.parent / "shared"))
 CATALOGS = SHARED / "catalogs"
 SPEC = ROOT / "spec"
 
+# Tool embeddings (the semantic extra) are cached inside the checkout, not in the user's cache directory;
+# servers the tests start inherit the setting.
+os.environ.setdefault("LAZYMCP_CACHE_DIR", str(ROOT / ".cache" / "embeddings"))
+
 ERAS = ("legacy", "2026-07-28")
 """Client modes: the 2025-11-25 handshake era and the 2026-07-28 modern era."""
 
