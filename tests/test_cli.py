@@ -168,3 +168,83 @@ def test_proxy_needs_exactly_one_upstream(capsys: pytest.CaptureFixture[str]) ->
     one_line_error(capsys)
     assert main(["proxy", "--url", "http://127.0.0.1:9/mcp", "server"]) == 2
     one_line_error(capsys)
+
+
+def converse(command: list[str], *, timeout: float = 60) -> tuple[list[dict[str, Any]], str]:
+    """Initialize and list the tools over stdio as a client would; the answers and the process's stderr."""
+    import subprocess
+
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    with subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
+            process.stdin.flush()
+            answers = [json.loads(process.stdout.readline()) for _ in range(2)]  # bounded by the test timeout
+            _, err = process.communicate(timeout=timeout)  # closes stdin: the client leaves
+        finally:
+            if process.poll() is None:
+                process.kill()
+    return answers, err
+
+
+def test_proxy_takes_the_command_without_a_double_dash_and_says_one_start_up_line() -> None:
+    import sys
+
+    from lazymcp import __version__
+
+    upstream = [sys.executable, "-m", "lazymcp", "serve", "--log-level", "warning"]
+    answers, err = converse([sys.executable, "-m", "lazymcp", "proxy", "--mode", "proxy", *upstream])
+    assert [tool["name"] for tool in answers[1]["result"]["tools"]] == [
+        "list_tool_categories",
+        "search_tools",
+        "describe_tools",
+        "invoke_tool",
+    ]
+    [line] = [line for line in err.splitlines() if line.startswith("lazymcp proxy")]
+    assert line.startswith(f"lazymcp proxy {__version__}: mode proxy, upstream ")
+    assert "130 tools" in line and "of the full one's tokens" in line
+
+
+def test_the_proxy_says_it_is_waiting_for_a_slow_upstream() -> None:
+    import sys
+
+    slow = f"sleep 7; exec {sys.executable} -m lazymcp serve --log-level warning"
+    answers, err = converse([sys.executable, "-m", "lazymcp", "proxy", "sh", "-c", slow])
+    assert len(answers[1]["result"]["tools"]) == 132
+    notices = err.splitlines()
+    waiting = [n for n in notices if "still waiting for the upstream's tool list" in n]
+    started = [n for n in notices if n.startswith("lazymcp proxy 0")]
+    assert waiting and started and notices.index(waiting[0]) < notices.index(started[0])
+
+
+def test_serve_says_one_start_up_line_and_log_level_warning_silences_it() -> None:
+    import sys
+
+    _, err = converse([sys.executable, "-m", "lazymcp", "serve", "--mode", "eager"])
+    assert err.splitlines() == [
+        "lazymcp serve 0.1.0: mode eager, the built-in sample catalog, clients on stdio;"
+        " 130 tools, a stock client's listing is 100.0% of the full one's tokens"
+    ]
+    _, quiet = converse([sys.executable, "-m", "lazymcp", "serve", "--log-level", "warning"])
+    assert quiet == ""
