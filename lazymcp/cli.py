@@ -21,7 +21,7 @@ import anyio
 import orjson
 
 from lazymcp.errors import CatalogError, LazyMCPError
-from lazymcp.notices import LEVELS, configure, describe_command, expect_proxy, failure, startup
+from lazymcp.notices import LEVELS, configure, describe_command, expect_proxy, failure, proxy_done, startup
 from lazymcp.options import SETTINGS, Options, Setting
 
 
@@ -149,17 +149,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command: list[str] = []
-    if "--" in argv:
+    split = "--" in argv
+    if split:
         at = argv.index("--")
         argv, command = argv[:at], argv[at + 1 :]
     args = _parser().parse_args(argv)
     upstream: list[str] = list(getattr(args, "upstream", None) or [])
-    if command and upstream:
-        return _error(f"give the server's command once, not {shlex.join(upstream)!r} and after --")
-    command = command or upstream
+    if upstream:  # the command came without a leading --, so the -- that followed is the command's own
+        command = [*upstream, "--", *command] if split else upstream
     if command and args.command == "serve":
         return _error(f"serve takes no command ({shlex.join(command)!r}); did you mean lazymcp proxy?")
-    configure(args.log_level or os.environ.get("LAZYMCP_LOG_LEVEL", "info").lower() or "info")
+    level = args.log_level or os.environ.get("LAZYMCP_LOG_LEVEL", "").strip().lower() or "info"
+    if level not in LEVELS:
+        return _error(f"LAZYMCP_LOG_LEVEL must be one of {', '.join(LEVELS)}, not {level!r}")
+    configure(level)
     try:
         if args.command == "serve":
             return _serve(args)
@@ -211,7 +214,10 @@ def _proxy(args: argparse.Namespace, command: list[str]) -> int:
         return _error("give the upstream as a command (lazymcp proxy [--] COMMAND ARGS...) or as --url URL, once")
     options = _options(args)
     expect_proxy(command or args.url, args.http)
-    return run_proxy(command or args.url, options, timeout=args.timeout, http=args.http)
+    try:
+        return run_proxy(command or args.url, options, timeout=args.timeout, http=args.http)
+    finally:
+        proxy_done()
 
 
 def _stats(args: argparse.Namespace, command: list[str]) -> int:

@@ -25,6 +25,8 @@ WAIT_FIRST = 5.0
 """Seconds without the upstream's tool list before the proxy says it is still waiting."""
 WAIT_EVERY = 30.0
 """Seconds between the waiting notices that follow."""
+ANNOUNCE_TIMEOUT = 10.0
+"""Seconds a stopping proxy waits for its start-up line to be written."""
 
 
 def configure(level: str = "info") -> None:
@@ -73,6 +75,7 @@ class ProxyStart:
         self._ready = threading.Event()
         self._lock = threading.Lock()
         self._timer = threading.Thread(target=self._wait, name="lazymcp-waiting-notice", daemon=True)
+        self._announcing: threading.Thread | None = None
 
     def begin(self) -> None:
         """Start the waiting-notice clock: the proxy is up and its upstream is being started."""
@@ -89,13 +92,24 @@ class ProxyStart:
             )
             delay = WAIT_EVERY
 
+    def stop(self) -> None:
+        """Stop the waiting notices; let the start-up line, if it is being written, be written."""
+        self._ready.set()
+        if self._announcing is not None:
+            self._announcing.join(timeout=ANNOUNCE_TIMEOUT)
+
     def catalog_in(self, catalog: Catalog) -> None:
         """The upstream's tool list is in: say the start-up line, once."""
         with self._lock:
             if self._ready.is_set():
                 return
             self._ready.set()
-        startup("proxy", catalog, f"upstream {self.upstream}, {self.clients}")
+        # Counting tokens takes a moment on a big catalog: the client's answer must not wait for it.
+        where = f"upstream {self.upstream}, {self.clients}"
+        self._announcing = threading.Thread(
+            target=startup, args=("proxy", catalog, where), name="lazymcp-start-up", daemon=True
+        )
+        self._announcing.start()
 
 
 _proxy_start: ProxyStart | None = None
@@ -106,6 +120,14 @@ def expect_proxy(upstream: Sequence[str] | str, http: tuple[str, int] | None) ->
     global _proxy_start
     _proxy_start = ProxyStart(upstream, http)
     _proxy_start.begin()
+
+
+def proxy_done() -> None:
+    """The proxy has stopped: no more waiting notices."""
+    global _proxy_start
+    if _proxy_start is not None:
+        _proxy_start.stop()
+        _proxy_start = None
 
 
 def proxy_catalog_in(catalog: Catalog) -> None:

@@ -163,6 +163,22 @@ def test_serve_refuses_a_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert "lazymcp proxy" in one_line_error(capsys)
 
 
+def test_a_double_dash_after_the_command_is_the_command_s_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lazymcp.proxy
+
+    seen: list[object] = []
+    monkeypatch.setattr(lazymcp.proxy, "run_proxy", lambda upstream, *_, **__: seen.append(upstream) or 0)
+    assert main(["proxy", "--mode", "proxy", "npx", "-y", "pkg", "--", "--flag"]) == 0
+    assert main(["proxy", "--", "npx", "-y", "pkg", "--", "--flag"]) == 0
+    assert seen == [["npx", "-y", "pkg", "--", "--flag"]] * 2
+
+
+def test_a_bad_log_level_is_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAZYMCP_LOG_LEVEL", "loud")
+    assert main(["stats"]) == 2
+    assert "LAZYMCP_LOG_LEVEL" in one_line_error(capsys)
+
+
 def test_proxy_needs_exactly_one_upstream(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["proxy"]) == 2
     one_line_error(capsys)
