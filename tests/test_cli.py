@@ -264,3 +264,14 @@ def test_serve_says_one_start_up_line_and_log_level_warning_silences_it() -> Non
     ]
     _, quiet = converse([sys.executable, "-m", "lazymcp", "serve", "--log-level", "warning"])
     assert quiet == ""
+
+
+@pytest.mark.parametrize("command", ["serve", "proxy"])
+def test_a_taken_http_address_is_one_line(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        upstream = ["--", "true"] if command == "proxy" else []
+        assert main([command, "--http", f"127.0.0.1:{port}", *upstream]) == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in one_line_error(capsys)
