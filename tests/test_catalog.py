@@ -232,8 +232,11 @@ def test_stock_listing_has_the_meta_tool_first_then_one_stock_stub_per_tool(deta
     assert listed["tools"][0]["name"] == "describe_tools"
     stubs = listed["tools"][1:]
     assert [entry["name"] for entry in stubs] == list(catalog.names)
-    assert all(entry["inputSchema"] == {"type": "object"} for entry in stubs)
-    assert all(set(entry) <= {"name", "description", "inputSchema"} for entry in stubs)
+    assert all(entry["inputSchema"] == {"type": "object", "properties": {}} for entry in stubs)
+    assert all(
+        set(entry) <= {"name", "description", "inputSchema", "title", "outputSchema", "annotations", "execution"}
+        for entry in stubs
+    )
 
 
 @pytest.mark.requirement("LT-08")

@@ -109,8 +109,16 @@ def check_lazy_side(steps: dict[str, Any], full: list[dict[str, Any]], case: dic
         assert search_meta["name"] == SEARCH_TOOL and search_meta["inputSchema"]["required"] == ["query"]
         assert [stub["name"] for stub in stubs] == names
         for stub in stubs:
-            assert stub["inputSchema"] == {"type": "object"}
-            assert set(stub) <= {"name", "description", "inputSchema"}
+            assert stub["inputSchema"] == {"type": "object", "properties": {}}
+            assert set(stub) <= {
+                "name",
+                "description",
+                "inputSchema",
+                "title",
+                "outputSchema",
+                "annotations",
+                "execution",
+            }
         assert value(steps, "rawLazyTrue") == listed["tools"]
 
     # LT-10, LT-11, LT-12: describes equal the full entries.

@@ -94,12 +94,12 @@ def test_a_mode_changes_only_a_stock_clients_default_listing(mode: str) -> None:
 def test_describe_mode_lists_describe_tools_and_search_tools_unless_other_meta_tools_are_configured() -> None:
     default = list_tools(catalog(), {}, declared=False, session=None)
     assert names(default) == ["describe_tools", "search_tools", *NAMES]
-    assert all(entry["inputSchema"] == {"type": "object"} for entry in default["tools"][2:])
+    assert all(entry["inputSchema"] == {"type": "object", "properties": {}} for entry in default["tools"][2:])
     assert names(list_tools(catalog(meta_tools=()), {}, declared=False, session=None)) == ["describe_tools", *NAMES]
     wider = catalog(meta_tools=("search_tools", "list_tool_categories"))
     listing = list_tools(wider, {}, declared=False, session=None)
     assert names(listing) == ["describe_tools", "list_tool_categories", "search_tools", *NAMES]
-    assert all(entry["inputSchema"] == {"type": "object"} for entry in listing["tools"][3:])
+    assert all(entry["inputSchema"] == {"type": "object", "properties": {}} for entry in listing["tools"][3:])
 
 
 @pytest.mark.requirement("LT-19")

@@ -366,7 +366,7 @@ async def test_a_2026_client_reaches_a_2025_only_node_server_through_the_bridge(
             summed = await lazy.call_tool("get-sum", {"a": 2, "b": 3})
     assert version == "2026-07-28"
     assert [tool.name for tool in listing.tools[:2]] == ["describe_tools", "search_tools"]
-    assert listing.tools[2].input_schema == {"type": "object"}
+    assert listing.tools[2].input_schema == {"type": "object", "properties": {}}
     assert echoed.content[0].text == "Echo: across eras"  # type: ignore[union-attr]
     assert "Lima" in prompt.messages[0].content.text  # type: ignore[union-attr]
     assert contents.contents[0].uri == resources.resources[0].uri

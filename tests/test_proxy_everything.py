@@ -772,8 +772,16 @@ async def test_stock_client_gets_valid_stubs_and_describe_tools_returns_the_dire
             assert raw[0]["inputSchema"]["required"] == ["names"]  # the meta-tools, in full
             assert raw[1]["inputSchema"]["required"] == ["query"]
             for stub in raw[2:]:
-                assert stub["inputSchema"] == {"type": "object"}
-                assert set(stub) <= {"name", "description", "inputSchema"}
+                assert stub["inputSchema"] == {"type": "object", "properties": {}}
+                assert set(stub) <= {
+                    "name",
+                    "description",
+                    "inputSchema",
+                    "title",
+                    "outputSchema",
+                    "annotations",
+                    "execution",
+                }
 
             described = await proxied.call_tool(META_TOOL, {"names": names})
             assert described.is_error is not True

@@ -82,3 +82,9 @@ async def test_the_client_config_snippet_starts_a_lazy_github_server() -> None:
     assert len(stubs) == 26
     assert all(set(stub) <= {"name", "description"} for stub in stubs)
     assert tool["inputSchema"]["required"] == ["owner", "repo", "title"]
+
+
+def test_the_compatibility_table_is_the_one_the_client_suite_checks() -> None:
+    from .clients.matrix import readme_table, render
+
+    assert readme_table(README) == render(), "run: python -m tests.clients.matrix"

@@ -201,9 +201,11 @@ async def test_stock_client_lists_valid_mcp_and_reaches_every_schema(mode: str) 
         listing = await client.list_tools()  # the SDK validates the result against the MCP schema
         # The default describe mode lists both meta-tools, describe_tools first, ahead of the stubs.
         assert [tool.name for tool in listing.tools] == ["describe_tools", "search_tools", "add", "echo", "forecast"]
+        full = {tool["name"]: tool for tool in (await stock_list(client, {"lazy": False}))["tools"]}
         for tool in listing.tools[2:]:
-            assert tool.input_schema == {"type": "object"}
-            assert tool.output_schema is None and tool.annotations is None and tool.title is None
+            assert tool.input_schema == {"type": "object", "properties": {}}
+            assert tool.output_schema == full[tool.name].get("outputSchema")  # kept: FastMCP types results by it
+            assert tool.title == full[tool.name].get("title")
         raw = await stock_list(client)
         assert [tool["name"] for tool in raw["tools"]] == [tool.name for tool in listing.tools]
         listing_schema = schema("tools-list-result-lazy.json")

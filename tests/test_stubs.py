@@ -265,9 +265,17 @@ def test_bare_stub_holds_only_name_and_the_detail_description(detail: str, expec
         ("description", {"name": "issues_create", "description": FULL_TOOL["description"]}),
     ],
 )
-def test_stock_stub_is_the_bare_stub_plus_an_object_input_schema(detail: str, expected: dict[str, Any]) -> None:
+def test_stock_stub_is_the_bare_stub_plus_an_empty_object_schema_and_what_clients_use_outside_the_prompt(
+    detail: str, expected: dict[str, Any]
+) -> None:
     stub = make_stub(copy.deepcopy(FULL_TOOL), "stock", detail)  # type: ignore[arg-type]
-    assert stub == {**expected, "inputSchema": {"type": "object"}}
+    assert stub == {
+        **expected,
+        "inputSchema": {"type": "object", "properties": {}},  # LangChain reads properties unguarded
+        "title": FULL_TOOL["title"],
+        "outputSchema": FULL_TOOL["outputSchema"],
+        "annotations": FULL_TOOL["annotations"],
+    }  # never icons or foreign _meta
     STOCK_STUB.validate(stub)
 
 
@@ -297,7 +305,7 @@ def test_stub_description_is_omitted_when_there_is_nothing_to_show(
     if description is not None:
         expected["description"] = description
     if shape == "stock":
-        expected["inputSchema"] = {"type": "object"}
+        expected["inputSchema"] = {"type": "object", "properties": {}}
     assert stub == expected
 
 
@@ -305,7 +313,7 @@ def test_stub_description_is_omitted_when_there_is_nothing_to_show(
 def test_stock_stub_input_schema_is_the_plain_object_schema_even_for_off_spec_tools() -> None:
     tool = {"name": "odd", "inputSchema": {"properties": {"q": {"type": "string"}}}}
     stub = make_stub(tool, "stock", "summary")
-    assert stub == {"name": "odd", "inputSchema": {"type": "object"}}
+    assert stub == {"name": "odd", "inputSchema": {"type": "object", "properties": {}}}
     assert tool["inputSchema"] == {"properties": {"q": {"type": "string"}}}
 
 

@@ -62,7 +62,15 @@ BARE_STUBS = [
 ]
 """The §4.4 bare stubs of ``SMALL_TOOLS`` at ``detail: "summary"`` (summaries per §4.6)."""
 
-STOCK_STUBS = [{**stub, "inputSchema": {"type": "object"}} for stub in BARE_STUBS]
+STOCK_STUBS = [
+    {
+        **stub,
+        "inputSchema": {"type": "object", "properties": {}},
+        **{key: tool[key] for key in ("title", "annotations") if key in tool},
+    }
+    for stub, tool in zip(BARE_STUBS, SMALL_TOOLS, strict=True)
+]
+"""The §4.5 stock stubs: the bare stub, an empty object schema, and what clients use outside the prompt."""
 NAMES = [tool["name"] for tool in SMALL_TOOLS]
 
 
@@ -236,7 +244,7 @@ async def test_stock_client_lists_object_schema_stubs_after_the_describe_tools_a
             raw = await raw_request(client.session, "tools/list", {})
 
     assert [tool.name for tool in listing.tools] == [*STOCK_META_TOOLS, *NAMES]
-    assert all(tool.input_schema == {"type": "object"} for tool in listing.tools[2:])
+    assert all(tool.input_schema == {"type": "object", "properties": {}} for tool in listing.tools[2:])
     assert dumped(raw["tools"][2:]) == dumped(STOCK_STUBS)  # nothing else, in this member order
     assert "nextCursor" not in raw
     meta_schema = raw["tools"][0]["inputSchema"]
@@ -327,7 +335,9 @@ async def test_declaring_client_sees_the_advertisement_gets_bare_stubs_and_calls
             assert [tool["name"] for tool in listing[:2]] == STOCK_META_TOOLS
             assert dumped(listing[2:]) == dumped(STOCK_STUBS)
         assert [tool["name"] for tool in names_only["tools"][:2]] == STOCK_META_TOOLS
-        assert names_only["tools"][2:] == [{"name": name, "inputSchema": {"type": "object"}} for name in NAMES]
+        assert names_only["tools"][2:] == [
+            {k: v for k, v in stub.items() if k != "description"} for stub in STOCK_STUBS
+        ]
     else:
         for listing in (plain["tools"], explicit["tools"], stubs):
             assert dumped(listing) == dumped(BARE_STUBS)

@@ -1,0 +1,229 @@
+"""One client library against one lazymcp server, the way an agent built on it uses it.
+
+Run by the compatibility suite with the Python of the client's own virtual environment (never the
+project's), so it imports nothing of lazymcp or the tests. Its one argument is a JSON config:
+``client`` (fastmcp, langchain or agents), ``target`` (``{"command": [...]}`` or ``{"url": ...}``),
+``mode``, ``tool``, ``good`` and ``bad`` arguments for it, ``query`` (a search that finds it) and
+``unlisted`` (a real tool the mode does not list). It prints one JSON line: each step's outcome,
+``{"ok": true, "value": ...}`` or ``{"ok": false, "error": "..."}``.
+
+Steps: ``list`` (and what the client derives from the listing: LangChain's ``args`` and prompt
+rendering, the Agents SDK's strict function schemas), ``describe`` (``describe_tools``), ``call`` (the
+tool with good arguments: by name in describe, eager and dynamic mode, after ``search_tools`` and a
+fresh listing in dynamic mode; through ``invoke_tool`` in proxy and core mode), ``invalid`` (the same
+with bad arguments: the answer must be lazymcp's invalid-arguments error) and ``unlisted`` (a real
+tool the listing does not show, called by its own name).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+Steps = dict[str, dict[str, Any]]
+
+
+async def step(steps: Steps, name: str, action: Callable[[], Awaitable[Any]]) -> Any:
+    try:
+        value = await action()
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        text = f"{type(exc).__name__}: {exc}".strip()
+        steps[name] = {"ok": False, "error": text[:600], "trace": traceback.format_exc()[-1500:]}
+        return None
+    steps[name] = {"ok": True, "value": value}
+    return value
+
+
+def text_of(content: Any) -> str:
+    """The text blocks of an MCP result's content (objects or dicts), joined."""
+    parts: list[str] = []
+    for block in content or []:
+        text = block.get("text") if isinstance(block, dict) else getattr(block, "text", None)
+        if isinstance(text, str):
+            parts.append(text)
+    return "\n".join(parts)
+
+
+def how_to_call(config: dict[str, Any], arguments: dict[str, Any], listed: list[str]) -> tuple[str, dict[str, Any]]:
+    """The tool name and arguments a model uses to run ``config["tool"]``: through ``invoke_tool`` where
+    the listing offers it (proxy and core mode, and dynamic mode served as proxy to a 2026-07-28 client)."""
+    if config["mode"] in ("proxy", "core") or "invoke_tool" in listed:
+        return "invoke_tool", {"name": config["tool"], "arguments": arguments}
+    return config["tool"], arguments
+
+
+# --- FastMCP's client ----------------------------------------------------------------------------
+
+
+async def fastmcp(config: dict[str, Any], steps: Steps) -> None:
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    target = config["target"]
+    if "url" in target:
+        transport: Any = target["url"]
+    else:
+        command = target["command"]
+        transport = StdioTransport(command=command[0], args=command[1:])
+    async with Client(transport, timeout=config["timeout"]) as client:
+
+        async def listing() -> list[str]:
+            return [tool.name for tool in await client.list_tools()]
+
+        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            result = await client.call_tool(name, arguments, raise_on_error=False)
+            return {"isError": result.is_error, "text": text_of(result.content), "data": repr(result.data)[:200]}
+
+        await run_steps(config, steps, listing, call)
+
+
+# --- langchain-mcp-adapters ----------------------------------------------------------------------
+
+
+async def langchain(config: dict[str, Any], steps: Steps) -> None:
+    from langchain_core.tools import render_text_description_and_args
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+
+    target = config["target"]
+    if "url" in target:
+        connection: dict[str, Any] = {"transport": "streamable_http", "url": target["url"]}
+    else:
+        command = target["command"]
+        connection = {"transport": "stdio", "command": command[0], "args": command[1:]}
+    client = MultiServerMCPClient({"lazy": connection})  # type: ignore[arg-type]
+    tools: dict[str, Any] = {}
+
+    async def listing() -> list[str]:
+        loaded = await client.get_tools()  # a new session, as every call of this client opens one
+        tools.clear()
+        tools.update((tool.name, tool) for tool in loaded)
+        for tool in loaded:  # what an agent does with them: read the args, render the prompt
+            _ = tool.args, tool.is_single_input
+        render_text_description_and_args(loaded)
+        return list(tools)
+
+    async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        tool = tools.get(name)
+        if tool is None:
+            raise LookupError(f"the client has no tool {name!r}: it was not in its last listing")
+        tool.handle_tool_error = True  # the model gets the error text, as in an agent loop
+        output = await tool.ainvoke(arguments)
+        text = output if isinstance(output, str) else text_of(output if isinstance(output, list) else [output])
+        if not text and isinstance(output, tuple | list):
+            text = json.dumps(output, default=str)
+        return {"isError": "Invalid arguments" in text or text.startswith("Error"), "text": text}
+
+    await run_steps(config, steps, listing, call)
+
+
+# --- the OpenAI Agents SDK -------------------------------------------------------------------------
+
+
+async def agents(config: dict[str, Any], steps: Steps) -> None:
+    from agents import RunContextWrapper
+    from agents.mcp import MCPServerStdio, MCPServerStreamableHttp, MCPUtil
+
+    target = config["target"]
+    server: Any
+    if "url" in target:
+        server = MCPServerStreamableHttp(
+            params={"url": target["url"], "timeout": config["timeout"]},
+            client_session_timeout_seconds=config["timeout"],
+        )
+    else:
+        command = target["command"]
+        server = MCPServerStdio(
+            params={"command": command[0], "args": command[1:]}, client_session_timeout_seconds=config["timeout"]
+        )
+    listed: dict[str, Any] = {}
+    async with server:
+
+        async def listing() -> list[str]:
+            tools = await server.list_tools()
+            listed.clear()
+            listed.update((tool.name, tool) for tool in tools)
+            for tool in tools:  # as an Agent converts them, strict schemas on
+                MCPUtil.to_function_tool(tool, server, convert_schemas_to_strict=True)
+            return list(listed)
+
+        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            tool = listed.get(name)
+            if tool is None:
+                raise LookupError(f"the agent has no tool {name!r}: it was not in its last listing")
+            output = await MCPUtil.invoke_mcp_tool(server, tool, RunContextWrapper(None), json.dumps(arguments))
+            text = output if isinstance(output, str) else json.dumps(output, default=str)
+            try:  # a single text block comes back as its JSON: the model reads the text inside
+                block = json.loads(text)
+                text = block["text"] if isinstance(block, dict) and isinstance(block.get("text"), str) else text
+            except ValueError:
+                pass
+            return {"isError": "Invalid arguments" in text, "text": text}
+
+        await run_steps(config, steps, listing, call)
+
+
+# --- the steps, the same for every client ----------------------------------------------------------
+
+
+async def run_steps(
+    config: dict[str, Any],
+    steps: Steps,
+    listing: Callable[[], Awaitable[list[str]]],
+    call: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]],
+) -> None:
+    mode, tool = config["mode"], config["tool"]
+    listed: list[str] = await step(steps, "list", listing) or []
+
+    async def describe() -> dict[str, Any]:
+        result = await call("describe_tools", {"names": [tool]})
+        payload = json.loads(result["text"])
+        [described] = payload["tools"]
+        return {"name": described["name"], "required": described["inputSchema"].get("required", [])}
+
+    if mode != "eager":  # an eager listing has every schema already, and no describe_tools
+        await step(steps, "describe", describe)
+
+    async def good() -> dict[str, Any]:
+        if mode == "dynamic" and "invoke_tool" not in listed:
+            await call("search_tools", {"query": config["query"]})
+            listed[:] = await listing()  # the list changed: list again, as a client following list_changed does
+        return await call(*how_to_call(config, config["good"], listed))
+
+    async def bad() -> dict[str, Any]:
+        return await call(*how_to_call(config, config["bad"], listed))
+
+    await step(steps, "call", good)
+    await step(steps, "invalid", bad)
+    if mode in ("proxy", "core", "dynamic"):
+
+        async def unlisted() -> dict[str, Any]:
+            return await call(config["unlisted"], config["unlisted_args"])
+
+        await step(steps, "unlisted", unlisted)
+
+
+DRIVERS = {"fastmcp": fastmcp, "langchain": langchain, "agents": agents}
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    steps: Steps = {}
+
+    async def run() -> None:
+        await asyncio.wait_for(DRIVERS[config["client"]](config, steps), config["timeout"] * 3)
+
+    try:
+        asyncio.run(run())
+    except BaseException as exc:
+        steps.setdefault("connect", {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600]})
+    sys.stdout.write(json.dumps({"steps": steps}, default=str) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""What the compatibility suite expects of each cell, and the README table written from it.
+
+``EXPECTED[(client, mode, transport)]`` maps each step expected to fail to the reason: a limitation of
+the client itself, with the line of its code that causes it. A cell not listed passes every step. The
+tests check every cell against this table, and ``python -m tests.clients.matrix`` rewrites the README's
+copy of the table (``--check`` only compares), so the README says what the suite found.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from .support import CLIENT_NAMES, MODES, TRANSPORTS
+
+STEPS = ("list", "describe", "call", "invalid", "unlisted")
+
+REASONS: dict[str, str] = {
+    "L1": "langchain-mcp-adapters makes a LangChain tool of each listed tool only "
+    "(`langchain_mcp_adapters/tools.py:599`, `convert_mcp_tool_to_langchain_tool(...)` over the listing), "
+    "so an agent cannot call a tool, or `describe_tools`, that the listing does not show.",
+    "L2": "langchain-mcp-adapters opens a new session for every listing and call "
+    "(`langchain_mcp_adapters/tools.py:466`, `async with create_session(...)`) and has no `list_changed` "
+    "handler: what `search_tools` enabled is gone at the next listing.",
+    "A1": "The Agents SDK makes a function tool of each listed tool only "
+    "(`agents/mcp/util.py:400`, `tools = await cls._list_tools_with_span(server, run_context, agent)`).",
+    "I1": "The Inspector CLI refuses a call to a tool it did not list "
+    "(`clients/cli/build/index.js:22787`, `managedToolsState.getTools().find((t) => t.name === args.toolName)`, "
+    "then `Tool '…' not found on server.`).",
+    "I2": "Each Inspector CLI command is a session of its own: what `search_tools` enabled is gone at the next.",
+}
+"""Why a step fails for a client, by key: the client's own limitation and its line (in the pinned version)."""
+
+
+def _cells(client: str, modes: tuple[str, ...], failed: dict[str, str]) -> dict[tuple[str, str, str], dict[str, str]]:
+    return {(client, mode, transport): failed for mode in modes for transport in TRANSPORTS}
+
+
+EXPECTED: dict[tuple[str, str, str], dict[str, str]] = {
+    **_cells("langchain", ("proxy", "core"), {"unlisted": "L1"}),
+    **_cells("langchain", ("dynamic",), {"describe": "L1", "call": "L2", "invalid": "L2", "unlisted": "L1"}),
+    **_cells("agents", ("proxy", "core", "dynamic"), {"unlisted": "A1"}),
+    **_cells("inspector", ("proxy", "core"), {"unlisted": "I1"}),
+    **_cells("inspector", ("dynamic",), {"describe": "I1", "call": "I2", "invalid": "I2", "unlisted": "I1"}),
+}
+"""The steps expected to fail, per (client, mode, transport), each with its reason's key in ``REASONS``."""
+
+
+def judge(mode: str, steps: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The steps that failed, each with what went wrong."""
+    failed: dict[str, str] = {}
+    if "connect" in steps:
+        failed["connect"] = steps["connect"]["error"]
+    for name in STEPS:
+        if (name == "unlisted" and mode not in ("proxy", "core", "dynamic")) or (
+            name == "describe" and mode == "eager"
+        ):
+            continue
+        outcome = steps.get(name)
+        if outcome is None:
+            failed[name] = "not run"
+            continue
+        if not outcome["ok"]:
+            failed[name] = outcome["error"]
+            continue
+        value = outcome["value"]
+        problem = _check(name, value)
+        if problem:
+            failed[name] = problem
+    return failed
+
+
+def _check(name: str, value: Any) -> str | None:
+    if name == "list":
+        return None if isinstance(value, list) and value else f"empty listing: {value!r}"
+    if name == "describe":
+        expected = {"name": "issues_get", "required": ["issue_id"]}
+        return None if value == expected else f"described {value!r}"
+    text = value.get("text", "") if isinstance(value, dict) else ""
+    if name == "call":
+        return None if not value.get("isError") and "ISS-42" in text else f"result {text[:200]!r}"
+    if name == "invalid":
+        return None if "Invalid arguments" in text and "2 problems" in text else f"result {text[:200]!r}"
+    return None if not value.get("isError") and "ISS-1" in text else f"result {text[:200]!r}"
+
+
+def render() -> str:
+    """The README's compatibility table."""
+    header = "| client | " + " | ".join(f"`{mode}`" for mode in MODES) + " |"
+    lines = [header, "|---|" + "---|" * len(MODES)]
+    for client, title in CLIENT_NAMES.items():
+        cells = []
+        for mode in MODES:
+            by_transport = {t: EXPECTED.get((client, mode, t), {}) for t in TRANSPORTS}
+            if not any(by_transport.values()):
+                cells.append("✓")
+                continue
+            if len({tuple(failed.items()) for failed in by_transport.values()}) == 1:
+                failed = by_transport[TRANSPORTS[0]]
+                cells.append("✗ " + ", ".join(f"{step} [{reason}]" for step, reason in failed.items()))
+                continue
+            parts = []
+            for transport, failed in by_transport.items():
+                if failed:
+                    notes = ", ".join(f"{step} [{reason}]" for step, reason in failed.items())
+                    parts.append(f"{transport}: ✗ {notes}")
+                else:
+                    parts.append(f"{transport}: ✓")
+            cells.append("; ".join(parts))
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(
+        "✓: every step passes, over stdio and streamable HTTP. ✗: the steps that fail (on both transports"
+        " unless one is named), and why:"
+    )
+    lines.append("")
+    lines += [f"- [{key}] {text}" for key, text in REASONS.items()]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+BEGIN = "<!-- compatibility table: written by python -m tests.clients.matrix -->\n"
+END = "<!-- end of the compatibility table -->\n"
+
+
+def readme_table(readme: str) -> str:
+    """The README's copy of the table."""
+    start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
+    return readme[start:end]
+
+
+def main() -> int:
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "README.md"
+    readme = path.read_text()
+    current = readme_table(readme)
+    if "--check" in sys.argv[1:]:
+        return 0 if current == render() else 1
+    path.write_text(readme.replace(BEGIN + current + END, BEGIN + render() + END))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""The compatibility suite: the clients people build agents on, against lazymcp in every mode.
+
+Each client (FastMCP's, langchain-mcp-adapters, the OpenAI Agents SDK, the Inspector CLI, the official
+TypeScript SDK's) lists the tools of ``lazymcp serve`` (the built-in sample catalog), gets a schema
+through ``describe_tools``, calls a tool it knows only from a stub, sends arguments that break its
+schema, and, where the mode does not list the tool, calls it by its own name; in each of the five modes,
+over stdio (the client spawns the server) and streamable HTTP. Which steps fail is checked against
+``matrix.EXPECTED``, from which ``python -m tests.clients.matrix`` writes the README's table.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Generator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import free_port
+from ..interop.support import HOST, lazymcp, serving
+from .matrix import EXPECTED, judge
+from .support import (
+    CASE,
+    CLIENT_VENVS,
+    HERE,
+    MODES,
+    PYTHON_CLIENTS,
+    TRANSPORTS,
+    drive,
+    inspector_cli,
+    inspector_steps,
+    mode_flags,
+    node,
+    python_client,
+    ts_sdk,
+)
+
+CLIENTS = (*PYTHON_CLIENTS, "inspector", "ts")
+RESULTS = CLIENT_VENVS / "results"
+
+
+@pytest.fixture(scope="module")
+def http_servers(tmp_path_factory: pytest.TempPathFactory) -> Generator[dict[str, str]]:
+    """One ``lazymcp serve --http`` per mode, started on first use and shared by the module's tests."""
+    urls: dict[str, str] = {}
+    logs = tmp_path_factory.mktemp("serve-logs")
+
+    class Lazy(dict[str, str]):
+        def __missing__(self, mode: str) -> str:
+            port = free_port()
+            command = lazymcp("serve", "--http", f"{HOST}:{port}", *mode_flags(mode))
+            served = stack.enter_context(serving(command, port, logs / f"{mode}.log"))
+            self[mode] = served.url
+            return served.url
+
+    with ExitStack() as stack:
+        urls = Lazy()
+        yield urls
+
+
+def target_of(transport: str, mode: str, http_servers: dict[str, str]) -> dict[str, Any]:
+    if transport == "http":
+        return {"url": http_servers[mode]}
+    return {"command": lazymcp("serve", *mode_flags(mode))}
+
+
+def run_client(client: str, mode: str, target: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    config = {**CASE, "client": client, "mode": mode, "target": target}
+    if client in PYTHON_CLIENTS:
+        return drive([str(python_client(client)), str(HERE / "drive.py"), json.dumps(config)])
+    if client == "ts":
+        return drive([node(), str(HERE / "drive_ts.mjs"), json.dumps({**config, "sdk": str(ts_sdk())})])
+    inspector_target = [target["url"], "--transport", "http"] if "url" in target else target["command"]
+    return inspector_steps(inspector_target, mode)
+
+
+@pytest.mark.timeout(900)  # the first test of a client installs it
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("client", CLIENTS)
+def test_client_against_lazymcp(client: str, mode: str, transport: str, http_servers: dict[str, str]) -> None:
+    steps = run_client(client, mode, target_of(transport, mode, http_servers))
+    failed = judge(mode, steps)
+    RESULTS.mkdir(parents=True, exist_ok=True)  # what was seen, for whoever updates matrix.EXPECTED
+    (RESULTS / f"{client}-{mode}-{transport}.json").write_text(json.dumps({"failed": failed, "steps": steps}))
+    expected = EXPECTED.get((client, mode, transport), {})
+    assert set(failed) == set(expected), f"{client} {mode} {transport}: failing steps {failed}, expected {expected}"
+
+
+def test_the_inspector_cli_runs_the_proxy_although_it_swallows_the_double_dash() -> None:
+    # `inspector --cli lazymcp proxy -- CMD` reaches lazymcp as `proxy CMD`: the proxy takes it either way.
+    upstream = lazymcp("serve")
+    command = [*inspector_cli(), *lazymcp("proxy", "--", *upstream), "--method", "tools/list"]
+    import subprocess
+
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = [tool["name"] for tool in json.loads(done.stdout)["tools"]]
+    assert names[:2] == ["describe_tools", "search_tools"] and "issues_get" in names
+
+
+def test_the_python_clients_run_in_their_own_environments() -> None:
+    for client in PYTHON_CLIENTS:
+        python = python_client(client)
+        assert Path(python).parent.parent.parent.name == "clients"
+        assert str(python) != sys.executable
