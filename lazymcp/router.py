@@ -54,15 +54,16 @@ from lazymcp.eras import (
     SUBSCRIPTION_ID_KEY,
 )
 from lazymcp.eras import MODERN as MODERN_VERSION
-from lazymcp.errors import CatalogError, LazyMCPError
+from lazymcp.errors import CatalogError, ErrorCode, LazyMCPError
 from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId, id_key
+from lazymcp.limits import CLIENT_TIMEOUT, MAX_PAGES
 from lazymcp.messages import EXT_ID, Tool
 from lazymcp.methods import METHODS
 from lazymcp.modes import Answer, Run, Session, call_tool, check_configuration, list_tools
 from lazymcp.options import Options
+from lazymcp.quarantine import quarantine
 
 LEGACY_VERSION = "2025-11-25"
-MAX_PAGES = 10_000
 TOOL_METHODS = frozenset({"tools/list", "tools/call", *METHODS})
 
 Era = Literal["legacy", "modern"]
@@ -85,7 +86,14 @@ class Fail:
     reason: str
 
 
-Action = ToClient | ToServer | Fail
+@dataclass(frozen=True, slots=True)
+class Say:
+    """Something the operator should read (on stderr); the session goes on."""
+
+    text: str
+
+
+Action = ToClient | ToServer | Fail | Say
 
 
 @dataclass(slots=True)
@@ -126,6 +134,8 @@ class Router:
     timeout: float | None = 300.0
     """Seconds the upstream may take to answer a request; past it the upstream counts as hung."""
     client_info: dict[str, str] = field(default_factory=lambda: {"name": "lazymcp-proxy", "version": "0"})
+    client_timeout: float | None = CLIENT_TIMEOUT
+    """Seconds the client may take to answer a request of the upstream's (a user filling in a form)."""
 
     catalog: Catalog | None = None
     era: Era | None = None
@@ -146,7 +156,12 @@ class Router:
     _envelope: dict[str, Any] = field(default_factory=lambda: {})  # 2026 hints and serverInfo of the upstream
     _own_prefix: str = field(default_factory=lambda: f"lazymcp-{uuid4().hex[:12]}-")
     """The proxy's own request ids: random, so a client cannot pick one of them by chance or on purpose."""
-    _client_owes: dict[tuple[str, object], float] = field(default_factory=lambda: {})  # server requests unanswered
+    _client_owes: dict[tuple[str, object], tuple[float, object]] = field(default_factory=lambda: {})
+    """The upstream's requests to the client not yet answered: when each was sent, and its id."""
+    _page_count: int = 0
+    _cursors: set[str] = field(default_factory=lambda: set())
+    _fetch_started: float = 0.0
+    _quarantined: set[str] = field(default_factory=lambda: set())
     _probing: bool = False
     _queued: list[bytes] = field(default_factory=lambda: [])  # client lines waiting for the upstream's era
     _upstream_init: dict[str, Any] = field(default_factory=lambda: {})  # a bridged upstream's initialize result
@@ -161,12 +176,15 @@ class Router:
 
     # --- client -> server ----------------------------------------------------------------------
 
-    def from_client(self, line: bytes, now: float) -> list[Action]:
-        """Decide what to do with one line from the client."""
-        try:
-            message = jsonrpc.parse(line)
-        except NotJSONRPC:
-            return [ToClient(jsonrpc.error_line(None, jsonrpc.PARSE_ERROR, "Parse error: not a JSON-RPC message"))]
+    def from_client(self, line: bytes, now: float, message: Message | None = None) -> list[Action]:
+        """Decide what to do with one line from the client (``message``: the line, when already parsed)."""
+        if message is None:
+            try:
+                message = jsonrpc.parse(line)
+            except NotJSONRPC:
+                return [
+                    ToClient(jsonrpc.error_line(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message"))
+                ]
         method = message.get("method")
         if "method" not in message:  # the client's answer to a server-initiated request
             if self._client_owes.pop(id_key(message.get("id")), None) is not None and not self._client_owes:
@@ -176,7 +194,7 @@ class Router:
             return self._client_notification(message, line, now)
         request_id = message["id"]
         if not isinstance(method, str) or not isinstance(request_id, int | str) or isinstance(request_id, bool):
-            return [ToClient(jsonrpc.error_line(None, jsonrpc.INVALID_REQUEST, "Invalid request"))]
+            return [ToClient(jsonrpc.error_line(None, ErrorCode.INVALID_REQUEST, "Invalid request"))]
         if self.failed is not None:
             return [ToClient(self._failure_line(request_id))]
         if "params" in message and not isinstance(message["params"], dict):
@@ -185,7 +203,10 @@ class Router:
             return [
                 ToClient(
                     jsonrpc.error_line(
-                        request_id, -32602, "Invalid params: expected an object", {"field": "params", "reason": "type"}
+                        request_id,
+                        ErrorCode.INVALID_PARAMS,
+                        "Invalid params: expected an object",
+                        {"field": "params", "reason": "type"},
                     )
                 )
             ]
@@ -205,10 +226,12 @@ class Router:
             self._init_key = id_key(request_id)
         elif method in TOOL_METHODS:
             if self.catalog is None:
+                if self.era != "modern" and not self._fetching:  # would wait for an initialized never sent
+                    return [ToClient(_too_early(request_id))]
                 self._waiting.append((message, line))
                 return self._start_fetch(now) if self.era == "modern" else []
             return self._answer(message, line, now)
-        return self._forward(request_id, method, line, now)
+        return self._forward(request_id, method, line, now, message)
 
     def _client_notification(self, message: Message, line: bytes, now: float) -> list[Action]:
         if self._upstream_pending():
@@ -227,19 +250,19 @@ class Router:
             self._in_flight.pop(id_key(cancelled), None)  # no answer is owed for a cancelled request
         return actions
 
-    def _forward(self, request_id: RequestId, method: str, line: bytes, now: float) -> list[Action]:
-        deadline = now + self.timeout if self.timeout else float("inf")
-        progress = _meta(_params(jsonrpc.parse(line))).get("progressToken") if b"progressToken" in line else None
+    def _forward(self, request_id: RequestId, method: str, line: bytes, now: float, message: Message) -> list[Action]:
+        streams = method == "subscriptions/listen"  # answered only when the stream ends: no deadline
+        deadline = now + self.timeout if self.timeout and not streams else float("inf")
+        progress = _meta(_params(message)).get("progressToken") if b"progressToken" in line else None
         self._in_flight[id_key(request_id)] = _Pending(request_id, method, deadline, self.bridging, progress)
         if self.bridging:  # the envelope stays behind: a 2025 server does not know it
-            message = jsonrpc.parse(line)
             try:
                 line = jsonrpc.encode({**message, "params": eras.legacy_params(_params(message))})
             except orjson.JSONEncodeError:
                 del self._in_flight[id_key(request_id)]
                 return [
                     ToClient(
-                        jsonrpc.error_line(request_id, jsonrpc.INVALID_REQUEST, "Invalid request: nested too deeply")
+                        jsonrpc.error_line(request_id, ErrorCode.INVALID_REQUEST, "Invalid request: nested too deeply")
                     )
                 ]
         return [ToServer(line)]
@@ -262,7 +285,7 @@ class Router:
                 self._waiting.append((message, line))
                 return []
             return self._answer(message, line, now)
-        return self._forward(request_id, method, line, now)
+        return self._forward(request_id, method, line, now, message)
 
     def _answer(self, message: Message, line: bytes, now: float) -> list[Action]:
         """Serve a tool method from the catalog, or forward a ``tools/call`` that is the upstream's to run."""
@@ -272,7 +295,9 @@ class Router:
         method: str = message["method"]
         raw = message.get("params")
         if raw is not None and not isinstance(raw, dict):
-            error = jsonrpc.error_line(request_id, -32602, "Invalid params: not an object", {"field": "params"})
+            error = jsonrpc.error_line(
+                request_id, ErrorCode.INVALID_PARAMS, "Invalid params: not an object", {"field": "params"}
+            )
             return [ToClient(error)]
         params = _params(message)
         modern = PROTOCOL_VERSION_KEY in _meta(params)
@@ -286,9 +311,9 @@ class Router:
                 outcome = call_tool(catalog, params, session=session)
                 if isinstance(outcome, Run):  # invoke_tool: the real tool's call, under the same id
                     call = {**message, "params": {**params, "name": outcome.name, "arguments": outcome.arguments}}
-                    return self._forward(request_id, method, jsonrpc.encode(call), now)
+                    return self._forward(request_id, method, jsonrpc.encode(call), now, call)
                 if not isinstance(outcome, Answer):
-                    return self._forward(request_id, method, line, now)
+                    return self._forward(request_id, method, line, now, message)
                 answer = ToClient(jsonrpc.result_line(request_id, self._stamp(outcome.result, modern, cacheable=False)))
                 if outcome.changed:  # only a 2025 session changes: tell it before it reads the answer
                     return [ToClient(jsonrpc.notification_line("notifications/tools/list_changed")), answer]
@@ -330,8 +355,12 @@ class Router:
                 return self._server_notification(message, line, now)
             if self.bridging:  # a 2026 client takes no requests from its server
                 refusal = "the client speaks 2026-07-28, where servers send clients no requests"
-                return [ToServer(jsonrpc.error_line(message["id"], -32601, f"Method not found: {refusal}"))]
-            self._client_owes[id_key(message["id"])] = now  # the upstream now waits on the client
+                return [
+                    ToServer(
+                        jsonrpc.error_line(message["id"], ErrorCode.METHOD_NOT_FOUND, f"Method not found: {refusal}")
+                    )
+                ]
+            self._client_owes[id_key(message["id"])] = (now, message["id"])  # the upstream now waits on the client
             return [ToClient(line)]  # a request to the client: sampling, elicitation, roots, ping
         request_id = message.get("id")
         if isinstance(request_id, str) and request_id in self._own:
@@ -354,6 +383,8 @@ class Router:
 
     def _server_notification(self, message: Message, line: bytes, now: float) -> list[Action]:
         method = message.get("method")
+        if method == "notifications/cancelled":  # the upstream no longer waits on the client for it
+            self._client_owes.pop(id_key(_params(message).get("requestId")), None)
         if method == "notifications/progress" and self.timeout:
             token = _params(message).get("progressToken")
             for pending in self._in_flight.values():
@@ -418,6 +449,9 @@ class Router:
             return []
         self._fetching = True
         self._pages = []
+        self._page_count = 0
+        self._cursors = set()
+        self._fetch_started = now
         # lazy=false: an upstream that is itself lazy must hand over its full tools.
         actions: list[Action] = [self._own_request("tools/list", {"lazy": False}, now)]
         if self.upstream_era == "modern" and self._listen_id is None:
@@ -436,7 +470,7 @@ class Router:
         if pending.method != "tools/list":
             return []  # the proxy's listen stream ended
         result = message.get("result")
-        if jsonrpc.field(message.get("error"), "code") == -32601:
+        if jsonrpc.field(message.get("error"), "code") == ErrorCode.METHOD_NOT_FOUND:
             result = {"tools": cast(list[Tool], [])}  # a server without tools: nothing to list, the rest to relay
         if not isinstance(result, dict):
             detail = jsonrpc.field(message.get("error"), "message") or "no result"
@@ -449,12 +483,19 @@ class Router:
         if self.upstream_era == "modern":
             self._remember_envelope(result)
         cursor = result.get("nextCursor")
-        if isinstance(cursor, str) and cursor and len(self._pages) < MAX_PAGES * 1000:
+        origin = self._server_name or _server_name(self._envelope.get("serverInfo"))
+        if isinstance(cursor, str) and cursor:
+            endless = self._endless_listing(cursor, now, origin)
+            if endless is not None:  # the first catalog fails the upstream; a later one keeps the last
+                self._fetching = False
+                return [Say(endless)] if self.catalog is not None else [Fail(endless)]
             return [self._own_request("tools/list", {"lazy": False, "cursor": cursor}, now)]
         first = self.catalog is None
-        origin = self._server_name or _server_name(self._envelope.get("serverInfo"))
+        kept, rejected = quarantine(self._pages)
+        notes: list[Action] = [Say(text) for text in rejected if text not in self._quarantined]
+        self._quarantined.update(rejected)
         try:
-            catalog = Catalog.build(self._pages, self.options, origin=origin)
+            catalog = Catalog.build(kept, self.options, origin=origin)
         except CatalogError as exc:
             return self._fetch_failed(f"the upstream's tools cannot be served: {exc.message}")
         if first:  # start-up: the configuration must name what the upstream has
@@ -465,7 +506,7 @@ class Router:
                 return [Fail(exc.message)]
         self.catalog = catalog
         self._fetching = False
-        actions = self._release_held()
+        actions = notes + self._release_held()
         waiting, self._waiting = self._waiting, []
         for waiting_message, waiting_line in waiting:
             actions += self._answer(waiting_message, waiting_line, now)
@@ -473,6 +514,19 @@ class Router:
             self._refetch = False
             actions += self._start_fetch(now)
         return actions
+
+    def _endless_listing(self, cursor: str, now: float, origin: str | None) -> str | None:
+        """Why the upstream's listing must stop here (too many pages, a cursor seen before, too long)."""
+        self._page_count += 1
+        upstream = f"the upstream {origin!r}" if origin else "the upstream"
+        if self._page_count >= MAX_PAGES:
+            return f"{upstream}'s tools/list did not end within {MAX_PAGES} pages"
+        if cursor in self._cursors:
+            return f"{upstream}'s tools/list repeated the cursor {cursor[:80]!r}"
+        if self.timeout and now - self._fetch_started > self.timeout:
+            return f"{upstream}'s tools/list did not end within {self.timeout:g} s"
+        self._cursors.add(cursor)
+        return None
 
     def _upstream_pending(self) -> bool:
         """Is a 2026 client waiting for the upstream's era to be learnt, or for the bridge's handshake?"""
@@ -566,16 +620,46 @@ class Router:
         Time the upstream spends waiting on the client's answer to its own request (a user filling
         in an elicitation, a sampling call) does not count; progress on a request restarts its clock.
         """
+        actions: list[Action] = []
+        if self._client_owes:
+            actions = self._expire_client_owes(now)
         if self._client_owes:
             self._extend_deadlines(now)
-            return []
+            return actions
         overdue = [p for p in (*self._in_flight.values(), *self._own.values()) if p.deadline <= now]
         if not overdue or self.failed is not None:
-            return []
+            return actions
         late = overdue[0]
-        return [Fail(f"the upstream did not answer {late.method} within {self.timeout:g} s")]
+        return [*actions, Fail(f"the upstream did not answer {late.method} within {self.timeout:g} s")]
+
+    def _expire_client_owes(self, now: float) -> list[Action]:
+        """A request of the upstream's that the client has not answered within the timeout: the
+        upstream gets an error for it and the client a cancellation, and the proxy's clock runs again."""
+        if not self.client_timeout:
+            return []
+        actions: list[Action] = []
+        for key, (since, request_id) in list(self._client_owes.items()):
+            if now - since < self.client_timeout:
+                continue
+            del self._client_owes[key]
+            reason = f"the client did not answer within {self.client_timeout:g} s"
+            actions.append(ToServer(_error_line(request_id, ErrorCode.REQUEST_TIMEOUT, f"Request timed out: {reason}")))
+            cancel = {"requestId": request_id, "reason": reason}
+            actions.append(ToClient(jsonrpc.notification_line("notifications/cancelled", cancel)))
+        return actions
 
     @property
     def owed(self) -> int:
         """Requests forwarded upstream and not yet answered."""
-        return len(self._in_flight) + len(self._waiting)
+        queued = sum(1 for line in self._queued if b'"method"' in line and b'"id"' in line)
+        return len(self._in_flight) + len(self._waiting) + queued
+
+
+def _too_early(request_id: RequestId) -> bytes:
+    reason = "tools are listed once the client has sent notifications/initialized"
+    return jsonrpc.error_line(request_id, ErrorCode.INVALID_REQUEST, f"Invalid request: {reason}")
+
+
+def _error_line(request_id: object, code: ErrorCode, message: str) -> bytes:
+    """An error for an id of any JSON type (the upstream's ids are its own)."""
+    return jsonrpc.encode({"jsonrpc": "2.0", "id": request_id, "error": {"code": int(code), "message": message}})
