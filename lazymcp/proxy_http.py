@@ -290,7 +290,7 @@ class HttpFront:
             if side.remap_ids:
                 return Response(status_code=202)  # it could name any client's request: close the POST instead
             cancelled = jsonrpc.field(message.get("params"), "requestId")
-            waiter = side.waiting.get(jsonrpc.id_key(cancelled))
+            waiter = side.waiting.pop(jsonrpc.id_key(cancelled), None)  # the id is free again
             if waiter is not None and not waiter.done():  # the POST still waiting gets its end
                 waiter.set_result(jsonrpc.error_message(cancelled, ErrorCode.REQUEST_CANCELLED, "Request cancelled"))
         side.link.from_client(body, message)
