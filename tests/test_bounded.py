@@ -571,6 +571,23 @@ async def test_sessions_past_the_cap_get_503_and_a_failed_sessions_process_is_re
 
 
 @pytest.mark.anyio
+async def test_a_session_that_failed_on_the_timeout_has_its_upstream_reaped() -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with http_proxy(*hostile(), flags=["--timeout", "1"]) as (port, process):
+            _, headers, _ = await http(port, "POST", json.dumps(request(1, "initialize", INIT)).encode())
+            session = {"Mcp-Session-Id": headers["mcp-session-id"]}
+            await post(port, INITIALIZED, session)
+            [upstream] = children(process.pid)
+            hung = await post(port, tool_call(2, "hang"), session)
+            with anyio.fail_after(10):
+                while not gone(upstream):  # noqa: ASYNC110 (a process table, not an event)
+                    await anyio.sleep(0.05)  # bounded: the failed session's process is reaped
+            after = await post(port, request(3, "ping"), session)
+    assert hung[1] is not None and "did not answer tools/call within 1 s" in hung[1]["error"]["message"]
+    assert after[0] == 404  # the failed session is gone
+
+
+@pytest.mark.anyio
 async def test_a_session_that_never_reads_its_event_stream_keeps_a_bounded_buffer() -> None:
     with anyio.fail_after(TIMEOUT * 2):
         async with http_proxy(*hostile()) as (port, process):
