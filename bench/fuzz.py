@@ -1,12 +1,16 @@
 """Hostile-input fuzzing: ``python -m bench.fuzz --cases N [--seed S] [--targets router,serve,proxy] [--json FILE]``.
 
-Three targets, one set of invariants (STYLE §7, spec/lazy-tools.md §12):
+Four targets, one set of invariants (STYLE §7, spec/lazy-tools.md §12):
 
 - ``router``: the proxy's sans-IO ``Router`` in-process, between a recording client and ``ModelUpstream``,
   a well-behaved MCP server that answers every request it gets once (and, like the SDK, never answers
   one cancelled before it was answered). A case is a fresh router in one of three situations (2025-11-25
   session, 2026-07-28 client and server, 2026 client bridged to a 2025 server), a few hostile client
   frames interleaved with upstream answers and upstream notifications, then a settle and a barrier.
+- ``upstream``: the ``Router`` behind a hostile upstream (a ``tools/list`` cursor that never ends or
+  loops, duplicate or unserializable tools, requests to the client never answered or cancelled by the
+  server itself, a call never answered), in simulated time: every client request gets one answer
+  within the timeout, listings stop, and a bad tool is quarantined rather than fatal.
 - ``serve``: a live ``lazymcp serve`` process over its stdio pipes.
 - ``proxy``: a live ``lazymcp proxy -- lazymcp serve`` process over its stdio pipes.
   For the live targets a case is one frame; frames go in batches, each followed by a barrier.
@@ -1097,6 +1101,134 @@ def run_router(cases: int, seed: int) -> dict[str, Any]:
     return summarize("router", cases, time.perf_counter() - started, violations)
 
 
+# --- the upstream target: a hostile server in front of the router ----------------------------------
+
+UPSTREAM_MOVES = ("endless-cursor", "looping-cursor", "bad-tools", "ask-never-answered", "ask-then-cancel", "hang")
+
+
+def run_upstream_case(seed: int, case: int) -> list[Violation]:
+    """One hostile upstream behaviour (issue classes: unbounded waits, one bad tool) behind a 2025 router.
+
+    The invariants: nothing raises; every client request gets exactly one answer within the timeout
+    (plus one expiry tick) of simulated time; after a bad tool listing, the good tools are served.
+    """
+    rng = random.Random(f"{seed}:upstream:{case}")
+    move = rng.choice(UPSTREAM_MOVES)
+    timeout = 10.0
+    router = Router(Options(mode="eager"), timeout=timeout, client_timeout=timeout * 2)
+    now = 0.0
+    answers: Counter[object] = Counter()
+    owed: set[object] = set()
+    raised: list[str] = []
+    to_server: list[dict[str, Any]] = []
+    pages = 0
+
+    def carry(actions: list[Any]) -> None:
+        for action in actions:
+            if isinstance(action, ToClient):
+                message = json.loads(action.data)
+                if "method" not in message:
+                    answers[json.dumps(message.get("id"))] += 1
+            elif isinstance(action, ToServer):
+                to_server.append(json.loads(action.data))
+            elif isinstance(action, Fail):
+                carry(router.upstream_failed(action.reason))
+
+    def client(message: dict[str, Any]) -> None:
+        if "id" in message:
+            owed.add(json.dumps(message["id"]))
+        try:
+            carry(router.from_client(orjson.dumps(message), now))
+        except Exception as exc:
+            raised.append(f"from_client: {exc!r}")
+
+    def server(message: dict[str, Any]) -> None:
+        line = json.dumps(message).encode()  # the stdlib: orjson refuses to write what it reads past depth 254
+        try:
+            carry(router.from_server(line, now))
+        except Exception as exc:
+            raised.append(f"from_server: {exc!r}")
+
+    def tools_page(cursor: object) -> dict[str, Any]:
+        nonlocal pages
+        pages += 1
+        good = [{"name": f"t{n}", "description": "d", "inputSchema": {"type": "object"}} for n in range(3)]
+        if move == "endless-cursor":
+            return {"tools": good if cursor is None else [], "nextCursor": f"c{pages}-{rng.random()}"}
+        if move == "looping-cursor":
+            return {"tools": good if cursor is None else [], "nextCursor": rng.choice(["a", "b"])}
+        if move == "bad-tools":
+            deep: dict[str, Any] = {"type": "string"}
+            for _ in range(rng.randint(260, 400)):
+                deep = {"type": "object", "properties": {"x": deep}}
+            bad = [{"name": "t0", "inputSchema": {"type": "object"}}, {"name": "deep", "inputSchema": deep}]
+            return {"tools": rng.sample(good + bad, len(good) + 2) if rng.random() < 0.3 else good + bad}
+        return {"tools": good}
+
+    def upstream_turn() -> None:
+        while to_server:
+            message = to_server.pop(0)
+            method, request_id = message.get("method"), message.get("id")
+            if method is None or request_id is None:
+                continue
+            if method == "initialize":
+                server({"jsonrpc": "2.0", "id": request_id, "result": {"protocolVersion": LEGACY, "capabilities": {}}})
+            elif method == "tools/list":
+                server(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": request_id,
+                        "result": tools_page((message.get("params") or {}).get("cursor")),
+                    }
+                )
+            elif method == "tools/call" and move.startswith("ask"):
+                server({"jsonrpc": "2.0", "id": f"ask-{request_id}", "method": "elicitation/create", "params": {}})
+                if move == "ask-then-cancel":
+                    cancel = {"requestId": f"ask-{request_id}"}
+                    server({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+            elif method != "tools/call" or move != "hang":
+                server({"jsonrpc": "2.0", "id": request_id, "result": {}})
+
+    client({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": initialize_params()})
+    upstream_turn()
+    client({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    for number in range(1, rng.randint(2, 6)):
+        kind = rng.choice(["tools/list", "tools/call", "ping", "resources/list"])
+        params = {"name": "t1", "arguments": {}} if kind == "tools/call" else {}
+        client({"jsonrpc": "2.0", "id": number, "method": kind, "params": params})
+        upstream_turn()
+    for _ in range(int(timeout * 4) + 2):  # simulated time: every wait must end
+        now += 1.0
+        try:
+            carry(router.expire(now))
+        except Exception as exc:
+            raised.append(f"expire: {exc!r}")
+        upstream_turn()
+    violations = [Violation("raised", detail, [move]) for detail in raised]
+    violations += [
+        Violation("unanswered" if not answers[key] else "duplicated", f"{move}: id {key}", [move])
+        for key in sorted(owed)
+        if answers[key] != 1
+    ]
+    if pages > 1001:
+        violations.append(Violation("unbounded", f"{move}: {pages} pages read", [move]))
+    if move == "bad-tools" and router.catalog is not None and "t1" not in {t["name"] for t in router.catalog.tools}:
+        violations.append(Violation("quarantine", "a bad tool cost the good ones", [move]))
+    if move == "bad-tools" and router.failed is not None:
+        violations.append(Violation("quarantine", f"a bad tool failed the upstream: {router.failed}", [move]))
+    return violations
+
+
+def run_upstream(cases: int, seed: int) -> dict[str, Any]:
+    started = time.perf_counter()
+    violations: list[Violation] = []
+    for case in range(cases):
+        for violation in run_upstream_case(seed, case):
+            violation.detail = f"[case {case}] {violation.detail}"
+            violations.append(violation)
+    return summarize("upstream", cases, time.perf_counter() - started, violations)
+
+
 def report(summary: dict[str, Any]) -> None:
     print(
         f"{summary['target']}: {summary['cases']:,} cases in {summary['seconds']:.1f} s, "
@@ -1111,12 +1243,14 @@ def report(summary: dict[str, Any]) -> None:
 
 def split_cases(total: int, targets: Sequence[str]) -> Iterator[tuple[str, int]]:
     """The router gets most cases (it is fast); each live target a tenth of them, at least 50."""
-    live = [t for t in targets if t != "router"]
+    live = [t for t in targets if t not in ("router", "upstream")]
     live_share = {t: max(50, total // 10) for t in live} if "router" in targets else {}
     if "router" not in targets:
         live_share = {t: math.ceil(total / len(live)) for t in live}
     if "router" in targets:
         yield "router", max(1, total - sum(live_share.values()))
+    if "upstream" in targets:
+        yield "upstream", max(50, total // 20)
     yield from live_share.items()
 
 
@@ -1124,7 +1258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.fuzz", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=20_000, help="total cases over all targets")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--targets", default="router,serve,proxy")
+    parser.add_argument("--targets", default="router,upstream,serve,proxy")
     parser.add_argument("--include-known", action="store_true", help="also send the proxy frames known to kill it")
     parser.add_argument("--replay", type=int, metavar="CASE", help="replay one router case, printing its frames")
     parser.add_argument("--json", metavar="FILE")
@@ -1139,6 +1273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for target, cases in split_cases(args.cases, targets):
         if target == "router":
             summary = run_router(cases, args.seed)
+        elif target == "upstream":
+            summary = run_upstream(cases, args.seed)
         else:
             started = time.perf_counter()
             sent, violations = anyio.run(

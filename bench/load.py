@@ -223,14 +223,16 @@ class Target:
             self.log.close()
 
 
-def make_target(name: str, tools: int, catalog: Path) -> Target:
+def make_target(name: str, tools: int, catalog: Path, clients: int = 50) -> Target:
     port = free_port()
+    sessions = str(clients + 8)  # every client keeps its 2025 session (and process) for the whole run
     python = sys.executable
     plain_stdio = [python, "-m", "bench.load", "--serve-plain", "--stdio", "--tools", str(tools)]
     commands = {
         "plain": [python, "-m", "bench.load", "--serve-plain", "--http", f"{HOST}:{port}", "--tools", str(tools)],
         "serve": [python, "-m", "lazymcp", "serve", "--catalog", str(catalog), "--http", f"{HOST}:{port}"],
-        "proxy": [python, "-m", "lazymcp", "proxy", "--http", f"{HOST}:{port}", "--", *plain_stdio],
+        "proxy": [python, "-m", "lazymcp", "proxy", "--http", f"{HOST}:{port}", "--max-sessions", sessions]
+        + ["--", *plain_stdio],
     }
     return Target(name, commands[name], port)
 
@@ -528,7 +530,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         catalog.write_text(json.dumps(await plain_catalog(args.tools)))
         results = []
         for name in args.targets:
-            target = make_target(name, args.tools, catalog)
+            target = make_target(name, args.tools, catalog, args.clients)
             target.start()
             try:
                 await target.wait_listening()

@@ -65,6 +65,23 @@ def _add_listing_options(parser: argparse.ArgumentParser) -> None:
         )
 
 
+def _add_address_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="with --http: a Host a request may name (repeatable; loopback names are always allowed on loopback)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="with --http: an Origin a request may come from, e.g. https://app.example (repeatable)",
+    )
+
+
 def _options(args: argparse.Namespace) -> Options:
     """Options from the flags given, then the environment (``LAZYMCP_*``, then the aliases), then defaults."""
     given = {setting.field: getattr(args, setting.field, None) for setting in SETTINGS}
@@ -111,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--http", metavar="HOST:PORT", type=_host_port, help="serve streamable HTTP at /mcp")
     serve.add_argument("--stateless", action="store_true", help="with --http: no sessions, one POST per request")
+    _add_address_options(serve)
     _add_listing_options(serve)
 
     proxy = commands.add_parser(
@@ -127,6 +145,22 @@ def _parser() -> argparse.ArgumentParser:
         default=300.0,
         help="seconds the upstream may take to answer before it counts as hung (0: never; default: 300)",
     )
+    proxy.add_argument(
+        "--client-timeout",
+        type=float,
+        default=600.0,
+        help="seconds the client may take to answer a request of the upstream's (0: never; default: 600)",
+    )
+    proxy.add_argument(
+        "--max-sessions",
+        type=_positive,
+        default=None,
+        help=(
+            "with --http: sessions (each an upstream process) at once; past it the least recently used idle"
+            " one is ended, and initialize gets 503 when all are busy (default: 32)"
+        ),
+    )
+    _add_address_options(proxy)
     _add_listing_options(proxy)
     _upstream_command(proxy, "the upstream server's command")
 
@@ -220,13 +254,14 @@ def _serve(args: argparse.Namespace) -> int:
     clients = f"clients on http://{args.http[0]}:{args.http[1]}/mcp" if args.http else "clients on stdio"
     startup("serve", lazy.static_catalog(), f"{source}, {clients}{' (stateless)' if args.stateless else ''}")
     try:
-        run(lazy, args.http, stateless=args.stateless)
+        run(lazy, args.http, stateless=args.stateless, allow_hosts=args.allow_host, allow_origins=args.allow_origin)
     except KeyboardInterrupt:
         pass
     return 0
 
 
 def _proxy(args: argparse.Namespace, command: list[str]) -> int:
+    from lazymcp.limits import DEFAULT_MAX_SESSIONS, Limits
     from lazymcp.proxy import run_proxy
 
     if bool(command) == bool(args.url):
@@ -235,7 +270,21 @@ def _proxy(args: argparse.Namespace, command: list[str]) -> int:
     _can_listen(args.http)
     expect_proxy(command or args.url, args.http)
     try:
-        return run_proxy(command or args.url, options, timeout=args.timeout, http=args.http)
+        limits = Limits(
+            timeout=args.timeout or None,
+            client_timeout=args.client_timeout or None,
+            max_sessions=args.max_sessions or DEFAULT_MAX_SESSIONS,
+        )
+        return run_proxy(
+            command or args.url,
+            options,
+            http=args.http,
+            limits=limits,
+            allow_hosts=args.allow_host,
+            allow_origins=args.allow_origin,
+        )
+    except KeyboardInterrupt:
+        return 130
     finally:
         proxy_done()
 

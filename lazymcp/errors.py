@@ -24,9 +24,9 @@ from lazymcp.names import MAX_NAME, NameIndex, suggest
 class ErrorCode(IntEnum):
     """Every JSON-RPC error code lazymcp sends."""
 
-    #: JSON-RPC: the line is not JSON.
+    #: JSON-RPC: the message is not JSON, or not a JSON-RPC object.
     PARSE_ERROR = -32700
-    #: JSON-RPC: not a valid request object (bad id, method not a string, ...).
+    #: JSON-RPC: not a valid request (its id or method has the wrong type, or it came too early).
     INVALID_REQUEST = -32600
     #: JSON-RPC: the method does not exist (a server without the extension answers tools/describe so).
     METHOD_NOT_FOUND = -32601
@@ -36,6 +36,12 @@ class ErrorCode(IntEnum):
     INTERNAL_ERROR = -32603
     #: Implementation-defined: the upstream server of a proxy failed or went away.
     UPSTREAM_ERROR = -32000
+    #: Implementation-defined: the peer did not answer a request within the timeout (spec "Limits").
+    REQUEST_TIMEOUT = -32001
+    #: LSP's code, as MCP clients know it: the request was cancelled before its answer.
+    REQUEST_CANCELLED = -32800
+    #: Implementation-defined: a limit was reached (sessions, body size, a request id in use); spec "Limits".
+    LIMIT_REACHED = -32002
 
 
 class LazyMCPError(Exception):

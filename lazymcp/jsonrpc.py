@@ -51,11 +51,17 @@ def result_line(request_id: RequestId, result: dict[str, Any]) -> bytes:
     return encode({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
-def error_line(request_id: RequestId | None, code: int, message: str, data: object = None) -> bytes:
+def error_message(request_id: object, code: ErrorCode, message: str, data: object = None) -> Message:
+    """The one builder of a JSON-RPC error: an id that is not a valid request id answers as null."""
+    valid = isinstance(request_id, int | str) and not isinstance(request_id, bool)
     error: dict[str, Any] = {"code": int(code), "message": message}
     if data is not None:
         error["data"] = data
-    return encode({"jsonrpc": "2.0", "id": request_id, "error": error})
+    return {"jsonrpc": "2.0", "id": request_id if valid else None, "error": error}
+
+
+def error_line(request_id: RequestId | None, code: ErrorCode, message: str, data: object = None) -> bytes:
+    return encode(error_message(request_id, code, message, data))
 
 
 def error_from(request_id: RequestId | None, exc: LazyMCPError) -> bytes:

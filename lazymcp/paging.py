@@ -9,10 +9,9 @@ walk with ``PagingError``: a peer whose cursor never ends cannot hold a request 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any
 
-MAX_PAGES: Final = 10_000
-"""Pages read from one listing at most."""
+from lazymcp.limits import MAX_PAGES
 
 
 class PagingError(ValueError):
@@ -49,10 +48,10 @@ class Pages:
         self.entries.extend(entries)
         if not isinstance(cursor, str) or not cursor:
             return False
-        if cursor in self._seen:
-            raise PagingError(f"its cursor repeats after {self._count} pages ({cursor[:40]!r})")
         if self._count >= self._max_pages:
-            raise PagingError(f"it has more than {self._max_pages} pages")
+            raise PagingError(f"did not end within {self._max_pages} pages")
+        if cursor in self._seen:
+            raise PagingError(f"repeated the cursor {cursor[:80]!r}")
         self._seen.add(cursor)
         self._cursor = cursor
         return True

@@ -1,121 +1,60 @@
-"""The proxy over streamable HTTP: an HTTP upstream (``--url``), and HTTP clients (``--http``).
+"""The proxy's HTTP client side (``lazymcp proxy --http``): ``/mcp`` in front of the proxy's links.
 
-Upstream side: the SDK's own streamable-HTTP client transport carries the lines; lazymcp adds the
-headers a request needs (``MCP-Protocol-Version``, and on 2026-07-28 ``Mcp-Method`` and ``Mcp-Name``).
-
-Client side: ``/mcp`` takes one JSON-RPC message per POST and answers a request with JSON.
+``/mcp`` takes one JSON-RPC message per POST and answers a request with JSON.
 - A 2025-11-25 client gets a session at ``initialize`` (``Mcp-Session-Id``), its own router and its
   own upstream (a spawned server serves one client); what the server sends outside a response
   (notifications, its requests to the client) goes on the session's GET event stream; DELETE ends it.
 - 2026-07-28 requests carry everything they need, so they share one router and one upstream. Their
-  ids are made unique on the way up and restored on the way down, since two clients may both use
-  id 1; a ``subscriptions/listen`` request is answered with an event stream of its subscription.
-When bound to a loopback address, requests must name a loopback host and come from no foreign
-``Origin``, and a POST must be ``application/json``: a web page can send a ``text/plain`` POST without a
-CORS preflight, and a session here spawns a process (DNS-rebinding and cross-site protection, as the
-SDK's own server does). Sessions idle for ``IDLE_SECONDS`` are ended.
+  ids and progress tokens are made unique on the way up and restored on the way down, since two
+  clients may both use id 1; a 2026 client cancels a request by closing its POST, and a
+  ``notifications/cancelled`` it posts is not forwarded, since it could name another client's request.
+  A ``subscriptions/listen`` request is answered with an event stream of its subscription.
+
+Sessions are sealed: every id, cancellation, progress token and notification is mapped within one
+session, and nothing one session sends can name another's request.
+
+Limits (``lazymcp.limits``): at most ``max_sessions`` sessions (each a process) at once: at the cap a
+new session takes the place of the least recently used one with nothing in flight, and when every one
+is busy ``initialize`` gets 503; a body of at most ``max_body`` bytes (413); a POST waits at most the timeout
+for its answer; each event stream keeps at most ``event_buffer`` unread messages, dropping the oldest.
+A session whose upstream failed is closed and its process reaped at once; one idle for
+``IDLE_SECONDS`` is ended. Host and Origin are checked (DNS-rebinding and cross-site protection, as
+the SDK's own server does): on a loopback address both must be loopback, elsewhere each must be on its
+``--allow-host``/``--allow-origin`` list when one is given; a POST must be ``application/json``, since a
+web page can send a ``text/plain`` POST without a CORS preflight.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any, cast
 from urllib.parse import urlsplit
 from uuid import uuid4
 
-import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.inbound import (
-    MCP_METHOD_HEADER,
-    MCP_NAME_HEADER,
-    MCP_PROTOCOL_VERSION_HEADER,
-    NAME_BEARING_METHODS,
-    encode_header_value,
-)
-from mcp.shared.message import ClientMessageMetadata, SessionMessage
-from mcp_types import jsonrpc_message_adapter
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from lazymcp import jsonrpc
-from lazymcp.bridge import PROTOCOL_VERSION_KEY, SUBSCRIPTION_ID_KEY
+from lazymcp.bridge import SUBSCRIPTION_ID_KEY
+from lazymcp.errors import ErrorCode
+from lazymcp.limits import DropOldest, Limits, say
+from lazymcp.link import Link, make_router
 from lazymcp.options import Options
-from lazymcp.proxy import LineSink, ProcessUpstream, Session, StdioProxy, Upstream, make_router, say
+from lazymcp.upstream import HttpUpstream, ProcessUpstream, Upstream
 
 SESSION_HEADER = "mcp-session-id"
+PROTOCOL_HEADER = "mcp-protocol-version"
+MODERN_VERSIONS = frozenset({"2026-07-28"})
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 IDLE_SECONDS = 30 * 60
 """A 2025 client session with no request for this long is ended (clients often never send DELETE)."""
-
-
-class HttpUpstream:
-    """A streamable-HTTP server, through the SDK's client transport."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self._stack = AsyncExitStack()
-        self._outbox: MemoryObjectSendStream[bytes] | None = None
-        self._legacy_version: str | None = None
-
-    async def start(self, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
-        read, write = await self._stack.enter_async_context(streamable_http_client(self.url))
-        outbox, pending = anyio.create_memory_object_stream[bytes](math.inf)
-        self._outbox = outbox
-        group = await self._stack.enter_async_context(anyio.create_task_group())
-        group.start_soon(self._read, read, on_line, on_gone)
-        group.start_soon(self._write, pending, write)
-        self._stack.callback(group.cancel_scope.cancel)  # runs first: stop the pumps, then the transport
-
-    def send(self, line: bytes) -> None:
-        if self._outbox is not None:
-            self._outbox.send_nowait(line)
-
-    async def _read(self, read: Any, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
-        async for item in read:
-            if isinstance(item, Exception):
-                on_gone(f"the upstream at {self.url} failed: {item}")
-                return
-            message = cast(SessionMessage, item).message
-            line = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
-            version = jsonrpc.field(getattr(message, "result", None), "protocolVersion")
-            if isinstance(version, str):
-                self._legacy_version = version  # the 2025 handshake's answer: later requests carry it
-            on_line(line)
-        on_gone(f"the upstream at {self.url} closed the connection")
-
-    async def _write(self, pending: MemoryObjectReceiveStream[bytes], write: Any) -> None:
-        async for line in pending:
-            message = jsonrpc_message_adapter.validate_json(line)
-            metadata = ClientMessageMetadata(headers=self._headers(jsonrpc.parse(line)))
-            await write.send(SessionMessage(message, metadata=metadata))
-
-    def _headers(self, message: dict[str, Any]) -> dict[str, str]:
-        method = message.get("method")
-        version = jsonrpc.params_meta(message).get(PROTOCOL_VERSION_KEY)
-        if isinstance(version, str):
-            headers = {MCP_PROTOCOL_VERSION_HEADER: version}
-            if isinstance(method, str):
-                headers[MCP_METHOD_HEADER] = method
-                name = jsonrpc.field(message.get("params"), NAME_BEARING_METHODS.get(method, ""))
-                if isinstance(name, str):
-                    headers[MCP_NAME_HEADER] = encode_header_value(name)
-            return headers
-        if self._legacy_version is not None and method != "initialize":
-            return {MCP_PROTOCOL_VERSION_HEADER: self._legacy_version}
-        return {}
-
-    async def stop(self) -> None:
-        if self._outbox is not None:
-            self._outbox.close()
-        await self._stack.aclose()
+ANSWER_GRACE = 5.0
+"""Seconds past the timeout a POST waits, so the router's own timeout answers it first."""
 
 
 def upstream_factory(upstream: Sequence[str] | str) -> Callable[[], Upstream]:
@@ -124,48 +63,91 @@ def upstream_factory(upstream: Sequence[str] | str) -> Callable[[], Upstream]:
     return lambda: ProcessUpstream(upstream)
 
 
-class HttpClientSide:
-    """One session of HTTP clients behind one router: answers matched to the requests waiting for them."""
+class HttpSession:
+    """One session of HTTP clients behind one link: answers matched to the POSTs waiting for them."""
 
-    def __init__(self, make_router: Callable[[], Any], upstream: Upstream, *, remap_ids: bool) -> None:
-        self.session = Session(make_router(), upstream, self._to_client)
+    def __init__(self, link: Callable[[Callable[[bytes], None]], Link], *, remap_ids: bool, limits: Limits) -> None:
+        self.link = link(self._to_client)
         self.remap_ids = remap_ids
-        self.waiting: dict[tuple[str, object], asyncio.Future[bytes]] = {}
-        self.events: asyncio.Queue[bytes] = asyncio.Queue()
-        self.listens: dict[object, asyncio.Queue[bytes]] = {}
+        self.limits = limits
+        self.waiting: dict[tuple[str, object], asyncio.Future[jsonrpc.Message]] = {}
+        self.events: DropOldest[bytes] = DropOldest(limits.event_buffer, self._dropping)
+        self.listens: dict[object, DropOldest[bytes]] = {}
         self.last_seen = asyncio.get_running_loop().time()
+        self.streams = 0
+        """Event streams open on this session (GET, listen): a session with one is busy."""
         self._ids = itertools.count(1)
+
+    def _dropping(self) -> None:
+        size = self.limits.event_buffer
+        say(f"a session's event stream is not being read: past {size} messages the oldest are dropped")
 
     def _to_client(self, line: bytes) -> None:
         message = jsonrpc.parse(line)
         if "method" not in message:
             waiter = self.waiting.pop(jsonrpc.id_key(message.get("id")), None)
             if waiter is not None and not waiter.done():
-                waiter.set_result(line)
-                return
+                waiter.set_result(message)
+            return  # an answer nobody waits for (cancelled, timed out) has no stream to go to
         stream = self.listens.get(jsonrpc.params_meta(message).get(SUBSCRIPTION_ID_KEY))
-        (stream if stream is not None else self.events).put_nowait(line)
+        (stream if stream is not None else self.events).put(line)
 
     def next_id(self) -> int:
         return next(self._ids)
+
+    def cancel(self, key: object, reason: str) -> None:
+        """The client gave up on a request: the upstream is told, and its answer will be dropped."""
+        if self.waiting.pop(jsonrpc.id_key(key), None) is not None:
+            notice = {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": key, "reason": reason},
+            }
+            self.link.from_client(jsonrpc.encode(notice), notice)
+
+    async def close(self, reason: str) -> None:
+        """End the session: every POST still waiting gets an error, and the upstream is reaped."""
+        self.link.interrupt(reason, 0)
+        for key, waiter in list(self.waiting.items()):
+            if not waiter.done():
+                waiter.set_result(jsonrpc.error_message(key[1], ErrorCode.UPSTREAM_ERROR, f"Session ended: {reason}"))
+        self.waiting.clear()
+        await self.link.close()
 
 
 class HttpFront:
     """The ``/mcp`` endpoint in front of the proxy's sessions."""
 
     def __init__(
-        self, upstream: Sequence[str] | str, options: Options | None, timeout: float | None, host: str
+        self,
+        upstream: Sequence[str] | str,
+        options: Options | None,
+        limits: Limits,
+        host: str,
+        *,
+        allow_hosts: Sequence[str] = (),
+        allow_origins: Sequence[str] = (),
     ) -> None:
         self.make_upstream = upstream_factory(upstream)
-        self.make_router = lambda: make_router(options, timeout)
-        self.check_host = host in LOOPBACK
-        self.sessions: dict[str, HttpClientSide] = {}
-        self.modern: HttpClientSide | None = None
+        self.make_router = lambda: make_router(options, limits)
+        self.limits = limits
+        self.guard = Guard(host, allow_hosts, allow_origins)
+        self.sessions: dict[str, HttpSession] = {}
+        self.modern: HttpSession | None = None
         self._modern_lock = asyncio.Lock()
+        self._closing: set[asyncio.Task[None]] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def stopping(self) -> None:
+        """A signal arrived: answer every POST still waiting and reap the upstreams, so that the server's
+        graceful shutdown finds no request in flight. Safe to call from a signal handler."""
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(lambda: self._closing.add(asyncio.ensure_future(self.close())))
 
     def app(self) -> Starlette:
         @asynccontextmanager
         async def lifespan(_app: Starlette) -> AsyncGenerator[None]:
+            self.loop = asyncio.get_running_loop()
             yield
             await self.close()
 
@@ -175,32 +157,66 @@ class HttpFront:
         sides = [*self.sessions.values(), *([self.modern] if self.modern else [])]
         self.sessions.clear()
         self.modern = None
-        for side in sides:
-            await side.session.close()
+        await asyncio.gather(*(side.close("the proxy is shutting down") for side in sides))
+        others = self._closing - {asyncio.current_task()}
+        if others:
+            await asyncio.gather(*others, return_exceptions=True)
+
+    def _reap_later(self, side: HttpSession, reason: str) -> None:
+        task = asyncio.ensure_future(side.close(reason))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     async def _reap_idle(self) -> None:
         now = asyncio.get_running_loop().time()
         for session_id, side in list(self.sessions.items()):
             if now - side.last_seen > IDLE_SECONDS and session_id in self.sessions:
                 del self.sessions[session_id]
-                await side.session.close()
+                self._reap_later(side, "the session was idle too long")
 
-    async def _open(self, *, remap_ids: bool) -> HttpClientSide | Response:
-        side = HttpClientSide(self.make_router, self.make_upstream(), remap_ids=remap_ids)
+    def _make_room(self) -> bool:
+        """At the cap, end the least recently used 2025 session with nothing in flight (its client, if
+        it comes back, gets 404 and starts a new one, as MCP clients do); False when every session is busy."""
+        if len(self.sessions) + (self.modern is not None) < self.limits.max_sessions:
+            return True
+        idle = [(side.last_seen, key) for key, side in self.sessions.items() if not side.waiting and not side.streams]
+        if not idle:
+            return False
+        _, oldest = min(idle)
+        self._reap_later(self.sessions.pop(oldest), "the proxy needed its place for a new session")
+        return True
+
+    async def _open(self, *, remap_ids: bool) -> HttpSession | Response:
+        if not self._make_room():
+            limit = self.limits.max_sessions
+            return _error(None, 503, f"Too many sessions: the proxy serves at most {limit} busy ones (--max-sessions)")
+        upstream = self.make_upstream()
+        side = HttpSession(
+            lambda sink: Link(self.make_router(), upstream, sink), remap_ids=remap_ids, limits=self.limits
+        )
         try:
-            await side.session.start()
+            await side.link.start()
         except Exception as exc:
-            say(str(getattr(exc, "message", exc)))
-            return _error(None, 502, f"Upstream unavailable: {getattr(exc, 'message', exc)}")
+            message = str(getattr(exc, "message", exc))
+            say(message)
+            await side.link.close()
+            return _error(None, 502, f"Upstream unavailable: {message}", code=ErrorCode.UPSTREAM_ERROR)
+        side.link.done.add_done_callback(lambda _: self._ended(side))
         return side
 
+    def _ended(self, side: HttpSession) -> None:
+        """A session whose upstream failed: forget it and reap its process now."""
+        for session_id, known in list(self.sessions.items()):
+            if known is side:
+                del self.sessions[session_id]
+        if self.modern is side:
+            self.modern = None
+        self._reap_later(side, side.link.failure or "the session ended")
+
     async def endpoint(self, request: Request) -> Response:
-        if self.check_host:
-            if (request.url.hostname or "") not in LOOPBACK:
-                return Response("Forbidden host", status_code=421)
-            origin = request.headers.get("origin")
-            if origin is not None and urlsplit(origin).hostname not in LOOPBACK:
-                return Response("Invalid Origin header", status_code=403)
+        refused = self.guard.check(request)
+        if refused is not None:
+            return refused
         await self._reap_idle()
         if request.method == "POST":
             content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
@@ -212,21 +228,40 @@ class HttpFront:
             return Response("Unknown or missing session", status_code=404 if request.method == "DELETE" else 405)
         if request.method == "DELETE":
             del self.sessions[request.headers[SESSION_HEADER]]
-            await side.session.close()
+            await side.close("the client ended the session")
             return Response(status_code=200)
-        return _event_stream(side.events, None)
+        return _event_stream(side.events, None, side)
+
+    async def _body(self, request: Request) -> bytes | Response:
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.limits.max_body:
+            return Response("Request body too large", status_code=413)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.limits.max_body:
+                return Response("Request body too large", status_code=413)
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     async def _post(self, request: Request) -> Response:
+        body = await self._body(request)
+        if isinstance(body, Response):
+            return body
         try:
-            message = jsonrpc.parse(await request.body())
+            message = jsonrpc.parse(body)
         except jsonrpc.NotJSONRPC:
-            return _error(None, 400, "Parse error: not a JSON-RPC message", code=jsonrpc.PARSE_ERROR)
-        modern = request.headers.get(MCP_PROTOCOL_VERSION_HEADER) in MODERN_PROTOCOL_VERSIONS
+            return _error(None, 400, "Parse error: not a JSON-RPC message", code=ErrorCode.PARSE_ERROR)
+        invalid = _invalid(message)
+        if invalid is not None:
+            return _error(None, 400, f"Invalid request: {invalid}")
         method = message.get("method")
+        modern = request.headers.get(PROTOCOL_HEADER) in MODERN_VERSIONS
         headers: dict[str, str] = {}
         if modern:
             async with self._modern_lock:
-                if self.modern is None or self.modern.session.done.done():
+                if self.modern is None or self.modern.link.done.done():
                     opened = await self._open(remap_ids=True)
                     if isinstance(opened, Response):
                         return opened
@@ -240,7 +275,6 @@ class HttpFront:
             session_id = uuid4().hex
             self.sessions[session_id] = side
             headers[SESSION_HEADER] = session_id
-            side.session.done.add_done_callback(lambda _: self.sessions.pop(session_id, None))
         else:
             found = self.sessions.get(request.headers.get(SESSION_HEADER, ""))
             if found is None:
@@ -248,35 +282,126 @@ class HttpFront:
             side = found
         side.last_seen = asyncio.get_running_loop().time()
         if method is None or "id" not in message:  # a notification, or the client's answer to the server
-            side.session.from_client(jsonrpc.encode(message))
-            return Response(status_code=202)
+            return self._notify(side, message, body)
+        return await self._request(request, side, message, body, headers)
+
+    def _notify(self, side: HttpSession, message: jsonrpc.Message, body: bytes) -> Response:
+        if message.get("method") == "notifications/cancelled":
+            if side.remap_ids:
+                return Response(status_code=202)  # it could name any client's request: close the POST instead
+            cancelled = jsonrpc.field(message.get("params"), "requestId")
+            waiter = side.waiting.pop(jsonrpc.id_key(cancelled), None)  # the id is free again
+            if waiter is not None and not waiter.done():  # the POST still waiting gets its end
+                waiter.set_result(jsonrpc.error_message(cancelled, ErrorCode.REQUEST_CANCELLED, "Request cancelled"))
+        side.link.from_client(body, message)
+        return Response(status_code=202)
+
+    async def _request(
+        self, request: Request, side: HttpSession, message: jsonrpc.Message, body: bytes, headers: dict[str, str]
+    ) -> Response:
+        method = message["method"]
         original = message["id"]
-        key = side.next_id() if side.remap_ids else original
-        waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        if side.remap_ids:
+            key: object = side.next_id()
+            message = {**message, "id": key}
+            meta = jsonrpc.params_meta(message)
+            if "progressToken" in meta:  # unique upstream too: another client may use the same token
+                params = cast(dict[str, object], message["params"])
+                message["params"] = {**params, "_meta": {**meta, "progressToken": f"{key}"}}
+            line = jsonrpc.encode(message)
+        else:
+            key, line = original, body
+            if jsonrpc.id_key(key) in side.waiting:
+                return _error(original, 409, "Invalid request: this id is already in use by a request in flight")
+        waiter: asyncio.Future[jsonrpc.Message] = loop.create_future()
         side.waiting[jsonrpc.id_key(key)] = waiter
         if method == "subscriptions/listen":
-            side.listens[key] = asyncio.Queue()
-        side.session.from_client(jsonrpc.encode({**message, "id": key}))
+            side.listens[key] = DropOldest(self.limits.event_buffer, side._dropping)  # pyright: ignore[reportPrivateUsage]
+        side.link.from_client(line, message)
         if method == "subscriptions/listen":
-            return _event_stream(side.listens[key], (waiter, key, original, side))
-        answer = jsonrpc.parse(await waiter)
-        return Response(jsonrpc.encode({**answer, "id": original}), media_type="application/json", headers=headers)
+            return _event_stream(side.listens[key], (waiter, key, original, side), side)
+        gone = asyncio.ensure_future(_disconnected(request))
+        try:
+            done, _ = await asyncio.wait(
+                {waiter, gone}, timeout=self.limits.wait + ANSWER_GRACE, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            gone.cancel()
+        if waiter not in done:
+            reason = "the client closed its request" if gone in done else "no answer within the timeout"
+            side.cancel(key, reason)
+            waiter.cancel()
+            if gone in done:
+                return Response(status_code=499)
+            answer = jsonrpc.error_message(original, ErrorCode.REQUEST_TIMEOUT, f"Request timed out: {reason}")
+        else:
+            answer = {**waiter.result(), "id": original} if side.remap_ids else waiter.result()
+        return Response(jsonrpc.encode(answer), media_type="application/json", headers=headers)
 
 
-def _error(request_id: object, status: int, text: str, *, code: int = -32600) -> Response:
-    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": text}}
-    return JSONResponse(body, status_code=status)
+def _invalid(message: jsonrpc.Message) -> str | None:
+    """Why a posted message is not one the proxy can answer (None: it can)."""
+    if "method" in message and not isinstance(message["method"], str):
+        return "'method' must be a string"
+    if "id" in message:
+        request_id = message["id"]
+        if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+            return "'id' must be a string or an integer"
+    return None
 
 
-Listen = tuple[asyncio.Future[bytes], object, object, HttpClientSide]
-"""A listen stream: the waiter for its final answer, its id upstream, the client's id, its side."""
+async def _disconnected(request: Request) -> None:
+    """Returns when the client closes the connection of a request whose body was read."""
+    while True:
+        event = await request.receive()
+        if event["type"] == "http.disconnect":
+            return
 
 
-def _event_stream(queue: asyncio.Queue[bytes], listen: Listen | None) -> Response:
+class Guard:
+    """Host and Origin checks (DNS rebinding, cross-site requests) for the address the proxy listens on."""
+
+    def __init__(self, bound: str, allow_hosts: Sequence[str], allow_origins: Sequence[str]) -> None:
+        self.loopback = bound in LOOPBACK
+        self.hosts: set[str] = {host.lower() for host in allow_hosts}
+        if self.loopback:
+            self.hosts |= LOOPBACK
+        self.origins = {origin.lower().rstrip("/") for origin in allow_origins}
+
+    def check(self, request: Request) -> Response | None:
+        host = (request.headers.get("host") or "").lower()
+        hostname = (request.url.hostname or "").lower()
+        if self.hosts and hostname not in self.hosts and host not in self.hosts:
+            return Response("Forbidden host", status_code=421)
+        origin = request.headers.get("origin")
+        if origin is None:
+            return None
+        origin = origin.lower().rstrip("/")
+        if origin in self.origins or "*" in self.origins:
+            return None
+        if self.loopback and urlsplit(origin).hostname in LOOPBACK:
+            return None
+        if self.origins or self.loopback:
+            return Response("Invalid Origin header", status_code=403)
+        return None
+
+
+def _error(request_id: object, status: int, text: str, *, code: ErrorCode = ErrorCode.INVALID_REQUEST) -> Response:
+    body = jsonrpc.encode(jsonrpc.error_message(request_id, code, text))
+    return Response(body, status_code=status, media_type="application/json")
+
+
+Listen = tuple[asyncio.Future[jsonrpc.Message], object, object, HttpSession]
+"""A listen stream: the waiter for its final answer, its id upstream, the client's id, its session."""
+
+
+def _event_stream(queue: DropOldest[bytes], listen: Listen | None, side: HttpSession) -> Response:
     """An SSE response: the queue's messages, until the client leaves (or a listen stream ends)."""
     from sse_starlette.sse import EventSourceResponse
 
     async def events() -> AsyncIterator[dict[str, str]]:
+        side.streams += 1
         try:
             while True:
                 getter = asyncio.ensure_future(queue.get())
@@ -289,11 +414,17 @@ def _event_stream(queue: asyncio.Queue[bytes], listen: Listen | None) -> Respons
                 else:
                     getter.cancel()
                 if listen is not None and listen[0].done():
-                    yield {"event": "message", "data": _restore(listen[0].result(), listen).decode()}
+                    if not listen[0].cancelled():
+                        yield {
+                            "event": "message",
+                            "data": jsonrpc.encode({**listen[0].result(), "id": listen[2]}).decode(),
+                        }
                     return
         finally:
+            side.streams -= 1
             if listen is not None:
                 listen[3].listens.pop(listen[1], None)
+                listen[3].cancel(listen[1], "the client closed its listen stream")
 
     return EventSourceResponse(events())
 
@@ -304,8 +435,6 @@ def _restore(line: bytes, listen: Listen | None) -> bytes:
         return line
     _, key, original, _ = listen
     message = jsonrpc.parse(line)
-    if "method" not in message:
-        return jsonrpc.encode({**message, "id": original})
     meta = jsonrpc.params_meta(message)
     if meta.get(SUBSCRIPTION_ID_KEY) == key:
         params = cast(dict[str, object], message["params"])
@@ -313,25 +442,28 @@ def _restore(line: bytes, listen: Listen | None) -> bytes:
     return line
 
 
-def run_http_proxy(
+def run_http_front(
     upstream: Sequence[str] | str,
-    options: Options | None = None,
+    options: Options | None,
+    limits: Limits,
+    http: tuple[str, int],
     *,
-    timeout: float | None = 300.0,
-    http: tuple[str, int] | None = None,
+    allow_hosts: Sequence[str] = (),
+    allow_origins: Sequence[str] = (),
 ) -> int:
-    """The proxy with an HTTP upstream, or serving HTTP clients (or both)."""
-    if http is None:
-        assert isinstance(upstream, str)
-
-        async def stdio_clients() -> int:
-            return await StdioProxy(HttpUpstream(upstream), make_router(options, timeout)).run()
-
-        return asyncio.run(stdio_clients())
+    """Serve HTTP clients at ``http`` (host, port) until SIGTERM or SIGINT; the exit status."""
     import uvicorn
 
     host, port = http
-    front = HttpFront(upstream, options, timeout, host)
-    server = uvicorn.Server(uvicorn.Config(front.app(), host=host, port=port, log_level="warning"))
-    server.run()
+    if host not in LOOPBACK and not allow_hosts and not allow_origins:
+        say(f"warning: listening on {host} with no --allow-host or --allow-origin: any Host and Origin are accepted")
+    front = HttpFront(upstream, options, limits, host, allow_hosts=allow_hosts, allow_origins=allow_origins)
+    config = uvicorn.Config(front.app(), host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            front.stopping()
+            super().handle_exit(sig, frame)
+
+    Server(config).run()
     return 0

@@ -2,8 +2,9 @@
 
 Theory of operation. The proxy sits between one client (downstream) and one MCP server (upstream).
 ``Router.from_client`` and ``Router.from_server`` take one line each and return what to do with it:
-``ToClient(line)``, ``ToServer(line)`` (lines without their newline), or ``Fail(reason)`` when the
-upstream broke the protocol. The I/O adapter carries these out and does nothing else, so every rule lives here.
+``ToClient(line)``, ``ToServer(line)`` (lines without their newline), ``Say(text)`` for the operator,
+or ``Fail(reason)`` when the upstream broke the protocol. The I/O adapter carries these out and does
+nothing else, so every rule lives here.
 
 - Everything but tool listing passes through as the very bytes that arrived (the fast path):
   resources, prompts, completions, logging, progress, cancellation, and requests the server sends
@@ -28,10 +29,11 @@ upstream broke the protocol. The I/O adapter carries these out and does nothing 
   client's listen streams. Requests from the upstream to the client cannot cross into 2026-07-28, where
   servers make none; the proxy declares no client capabilities upstream and refuses any that come.
 - The proxy's own requests carry ids of the form ``lazymcp-<random>-N``; their answers never reach the client.
-- Every client request forwarded upstream is tracked until its one response passes back. When the
-  upstream dies, hangs past the timeout, or writes garbage, ``upstream_failed`` answers each tracked
-  request with an error, so none is left hanging; a late answer to an already-answered request is
-  dropped, so none is duplicated.
+- Every wait is tracked in ``lazymcp.waits`` until its one answer passes: the client's requests
+  upstream, the proxy's own, and the upstream's requests to the client (bounded by ``client_timeout``).
+  When the upstream dies, hangs past the timeout, or writes garbage, ``upstream_failed`` answers each
+  tracked request with an error, so none is left hanging; a late answer to an already-answered request
+  is dropped, so none is duplicated.
 """
 
 from __future__ import annotations
@@ -60,10 +62,12 @@ from lazymcp.bridge import (
 from lazymcp.catalog import Catalog
 from lazymcp.errors import ErrorCode, LazyMCPError
 from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId, id_key
+from lazymcp.limits import CLIENT_TIMEOUT
 from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
 from lazymcp.modes import DynamicSession
 from lazymcp.options import Options
 from lazymcp.upstream_tools import Broken, UpstreamTools
+from lazymcp.waits import Pending, Waits
 
 TOOL_METHODS = frozenset(METHODS)
 
@@ -71,13 +75,21 @@ Era = Literal["legacy", "modern"]
 
 
 @dataclass(frozen=True, slots=True)
-class ToClient:
+class _Line:
     data: bytes
+    """One JSON-RPC message, without its newline."""
 
 
-@dataclass(frozen=True, slots=True)
-class ToServer:
-    data: bytes
+class ToClient(_Line):
+    """Write this line to the client."""
+
+    __slots__ = ()
+
+
+class ToServer(_Line):
+    """Write this line to the upstream."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,17 +99,14 @@ class Fail:
     reason: str
 
 
-Action = ToClient | ToServer | Fail
+@dataclass(frozen=True, slots=True)
+class Say:
+    """Something the operator should read (on stderr); the session goes on."""
+
+    text: str
 
 
-@dataclass(slots=True)
-class _Pending:
-    request_id: RequestId
-    method: str
-    deadline: float
-    bridged: bool = False
-    progress: object = None
-    """The request's progress token: progress on it shows the upstream is working, not hung."""
+Action = ToClient | ToServer | Fail | Say
 
 
 def _declares(capabilities: object) -> bool:
@@ -124,6 +133,8 @@ class Router:
     client_info: dict[str, str] = field(default_factory=lambda: {"name": "lazymcp-proxy", "version": "0"})
     serialize: Serializer | None = None
     """The 2026 wire model bridged results go through (the adapter injects the SDK's)."""
+    client_timeout: float | None = CLIENT_TIMEOUT
+    """Seconds the client may take to answer a request of the upstream's (a user filling in a form)."""
 
     era: Era | None = None
     """The client's protocol era."""
@@ -131,8 +142,7 @@ class Router:
     failed: str | None = None
     _declared: bool = False  # the 2025 client declared the extension at initialize
     _init_key: tuple[str, object] | None = None
-    _in_flight: dict[tuple[str, object], _Pending] = field(default_factory=lambda: {})
-    _own: dict[str, _Pending] = field(default_factory=lambda: {})
+    _waits: Waits = field(init=False)
     _own_count: int = 0
     _listen_id: str | None = None
     _tools: UpstreamTools = field(init=False)
@@ -141,7 +151,6 @@ class Router:
     _envelope: Envelope = field(default_factory=Envelope)  # the upstream's 2026 hints and serverInfo
     _own_prefix: str = field(default_factory=lambda: f"lazymcp-{uuid4().hex[:12]}-")
     """The proxy's own request ids: random, so a client cannot pick one of them by chance or on purpose."""
-    _client_owes: dict[tuple[str, object], float] = field(default_factory=lambda: {})  # server requests unanswered
     _probing: bool = False
     _queued: list[bytes] = field(default_factory=lambda: [])  # client lines waiting for the upstream's era
     _bridge: Bridge = field(default_factory=Bridge)
@@ -150,7 +159,8 @@ class Router:
 
     def __post_init__(self) -> None:
         self._bridge.serialize = self.serialize
-        self._tools = UpstreamTools(self.options)
+        self._tools = UpstreamTools(self.options, self.timeout)
+        self._waits = Waits(self.timeout, self.client_timeout)
 
     @property
     def catalog(self) -> Catalog | None:
@@ -164,16 +174,17 @@ class Router:
 
     # --- client -> server ----------------------------------------------------------------------
 
-    def from_client(self, line: bytes, now: float) -> list[Action]:
-        """Decide what to do with one line from the client."""
-        try:
-            message = jsonrpc.parse(line)
-        except NotJSONRPC:
-            return [ToClient(jsonrpc.error_line(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message"))]
+    def from_client(self, line: bytes, now: float, message: Message | None = None) -> list[Action]:
+        """Decide what to do with one line from the client (``message``: the line, when already parsed)."""
+        if message is None:
+            try:
+                message = jsonrpc.parse(line)
+            except NotJSONRPC:
+                error = jsonrpc.error_line(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message")
+                return [ToClient(error)]
         method = message.get("method")
         if "method" not in message:  # the client's answer to a server-initiated request
-            if self._client_owes.pop(id_key(message.get("id")), None) is not None and not self._client_owes:
-                self._extend_deadlines(now)  # the upstream waited on the client: its clock starts again
+            self._waits.client_answered(message.get("id"), now)
             return [ToServer(line)]
         if "id" not in message:
             return self._client_notification(message, line, now)
@@ -206,6 +217,8 @@ class Router:
             self._init_key = id_key(request_id)
         elif method in TOOL_METHODS:
             if self.catalog is None:
+                if self.era != "modern" and not self._tools.fetching:  # would wait for an initialized never sent
+                    return [ToClient(_too_early(request_id))]
                 self._waiting.append((message, line))
                 return self._start_fetch(now) if self.era == "modern" and not self.bridging else []
             return self._answer(message, line, now)
@@ -224,23 +237,23 @@ class Router:
         if method == "notifications/initialized" and self.era == "legacy":
             actions += self._start_fetch(now)
         elif method == "notifications/cancelled":
-            cancelled = _params(message).get("requestId")
-            self._in_flight.pop(id_key(cancelled), None)  # no answer is owed for a cancelled request
+            self._waits.settle(_params(message).get("requestId"))  # no answer is owed for a cancelled request
         return actions
 
     def _forward(self, message: Message, line: bytes | None, now: float) -> list[Action]:
         """Send a client request upstream (``line``: its bytes as they came, None: encode ``message``)."""
         request_id: RequestId = message["id"]
-        deadline = now + self.timeout if self.timeout else float("inf")
+        method: str = message["method"]
+        deadline = self._waits.deadline(now, stream=method == "subscriptions/listen")
         progress = meta(_params(message)).get("progressToken")
-        self._in_flight[id_key(request_id)] = _Pending(request_id, message["method"], deadline, self.bridging, progress)
+        self._waits.forward(Pending(request_id, method, deadline, self.bridging, progress))
         try:
             if self.bridging:  # the envelope stays behind: a 2025 server does not know it
                 line = self._bridge.upstream_line(message)
             elif line is None:
                 line = jsonrpc.encode(message)
         except orjson.JSONEncodeError:
-            del self._in_flight[id_key(request_id)]
+            self._waits.settle(request_id)
             error = jsonrpc.error_line(request_id, ErrorCode.INVALID_REQUEST, "Invalid request: nested too deeply")
             return [ToClient(error)]
         return [ToServer(line)]
@@ -293,13 +306,13 @@ class Router:
                 refusal = "the client speaks 2026-07-28, where servers send clients no requests"
                 error = jsonrpc.error_line(message["id"], ErrorCode.METHOD_NOT_FOUND, f"Method not found: {refusal}")
                 return [ToServer(error)]
-            self._client_owes[id_key(message["id"])] = now  # the upstream now waits on the client
+            self._waits.server_asked(message["id"], now)  # the upstream now waits on the client
             return [ToClient(line)]  # a request to the client: sampling, elicitation, roots, ping
         request_id = message.get("id")
-        if isinstance(request_id, str) and request_id in self._own:
+        if isinstance(request_id, str) and request_id in self._waits.own:
             return self._own_response(request_id, message, now)
         key = id_key(request_id)
-        pending = self._in_flight.pop(key, None)
+        pending = self._waits.settle(request_id)
         if pending is None:
             return []  # already answered (timed out, cancelled) or never asked: never a duplicate
         result = message.get("result")
@@ -317,11 +330,10 @@ class Router:
 
     def _server_notification(self, message: Message, line: bytes, now: float) -> list[Action]:
         method = message.get("method")
-        if method == "notifications/progress" and self.timeout:
-            token = _params(message).get("progressToken")
-            for pending in self._in_flight.values():
-                if pending.progress is not None and pending.progress == token:
-                    pending.deadline = now + self.timeout  # it is working: its clock starts again
+        if method == "notifications/cancelled":  # the upstream no longer waits on the client for it
+            self._waits.client_answered(_params(message).get("requestId"), now)
+        if method == "notifications/progress":
+            self._waits.progressed(_params(message).get("progressToken"), now)
         subscription = meta(_params(message)).get(SUBSCRIPTION_ID_KEY)
         own_stream = self._listen_id is not None and subscription == self._listen_id
         if method == "notifications/tools/list_changed":
@@ -349,24 +361,23 @@ class Router:
         if modern if modern is not None else self.upstream_era == "modern":
             envelope = {PROTOCOL_VERSION_KEY: MODERN, CLIENT_INFO_KEY: self.client_info, CLIENT_CAPABILITIES_KEY: {}}
             params = {**params, "_meta": envelope}
-        deadline = now + self.timeout if self.timeout else float("inf")
-        self._own[request_id] = _Pending(request_id, method, deadline)
+        self._waits.own[request_id] = Pending(request_id, method, self._waits.deadline(now))
         return ToServer(jsonrpc.request_line(request_id, method, params))
 
     def _start_fetch(self, now: float) -> list[Action]:
-        params = self._tools.begin()
+        params = self._tools.begin(now)
         if params is None:
             return []
         actions: list[Action] = [self._own_request("tools/list", params, now)]
         if self.upstream_era == "modern" and self._listen_id is None:
             listen = self._own_request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, now)
             self._listen_id = f"{self._own_prefix}{self._own_count}"
-            self._own[self._listen_id].deadline = float("inf")  # a stream: answered only when it ends
+            self._waits.own[self._listen_id].deadline = float("inf")  # a stream: answered only when it ends
             actions.append(listen)
         return actions
 
     def _own_response(self, request_id: str, message: Message, now: float) -> list[Action]:
-        pending = self._own.pop(request_id)
+        pending = self._waits.own.pop(request_id)
         if pending.method == "server/discover":
             return self._probed(message, now)
         if pending.method == "initialize":
@@ -376,14 +387,17 @@ class Router:
         result = message.get("result")
         if self.upstream_era == "modern" and isinstance(result, dict):
             self._envelope = self._envelope.learn(cast(dict[str, Any], result))
-        step = self._tools.answered(message, self._server_name or _server_name(self._envelope.server_info))
+        step = self._tools.answered(message, self._server_name or _server_name(self._envelope.server_info), now)
         if isinstance(step, dict):
             return [self._own_request("tools/list", step, now)]
         if isinstance(step, Broken):
             if step.fatal:
                 return [Fail(step.reason)]
+            if step.said:
+                return [Say(step.reason)]
             return [] if self.catalog is not None else self.upstream_failed(step.reason)  # keep serving what we have
-        actions = self._release_held()
+        actions: list[Action] = [Say(note) for note in self._tools.take_notes()]
+        actions += self._release_held()
         waiting, self._waiting = self._waiting, []
         for waiting_message, waiting_line in waiting:
             actions += self._answer(waiting_message, waiting_line, now)
@@ -447,34 +461,39 @@ class Router:
         """Answer every request still owed an answer with an error; later requests get one at once."""
         if self.failed is None:
             self.failed = reason
-        owed = [pending.request_id for pending in self._in_flight.values()]
+        owed = self._waits.drop_all()
         owed += [message["id"] for message, _ in self._waiting]
         for line in self._queued:
             queued = jsonrpc.parse(line)
             if "id" in queued and "method" in queued:
                 owed.append(queued["id"])
         self._queued.clear()
-        self._in_flight.clear()
         self._waiting.clear()
-        self._own.clear()
         return [ToClient(self._failure_line(request_id)) for request_id in owed]
 
-    def _extend_deadlines(self, now: float) -> None:
-        if self.timeout:
-            for pending in (*self._in_flight.values(), *self._own.values()):
-                pending.deadline = max(pending.deadline, now + self.timeout)
-
     def expire(self, now: float) -> list[Action]:
-        """Fail the upstream when a request has waited past the timeout (it hangs).
+        """Fail the upstream when a request has waited past the timeout (it hangs); a request of the
+        upstream's that the client left unanswered past its own timeout gets an error upstream and a
+        cancellation to the client, and the upstream's clock runs again."""
+        actions: list[Action] = []
+        for request_id in self._waits.expired_asks(now):
+            reason = f"the client did not answer within {self.client_timeout:g} s"
+            error = jsonrpc.error_message(request_id, ErrorCode.REQUEST_TIMEOUT, f"Request timed out: {reason}")
+            actions.append(ToServer(jsonrpc.encode({**error, "id": request_id})))  # the upstream's id, as it sent it
+            cancel = {"requestId": request_id, "reason": reason}
+            actions.append(ToClient(jsonrpc.notification_line("notifications/cancelled", cancel)))
+        late = self._waits.overdue(now)
+        if late is None or self.failed is not None:
+            return actions
+        return [*actions, Fail(f"the upstream did not answer {late.method} within {self.timeout:g} s")]
 
-        Time the upstream spends waiting on the client's answer to its own request (a user filling
-        in an elicitation, a sampling call) does not count; progress on a request restarts its clock.
-        """
-        if self._client_owes:
-            self._extend_deadlines(now)
-            return []
-        overdue = [p for p in (*self._in_flight.values(), *self._own.values()) if p.deadline <= now]
-        if not overdue or self.failed is not None:
-            return []
-        late = overdue[0]
-        return [Fail(f"the upstream did not answer {late.method} within {self.timeout:g} s")]
+    @property
+    def owed(self) -> int:
+        """Requests forwarded upstream and not yet answered."""
+        queued = sum(1 for line in self._queued if b'"method"' in line and b'"id"' in line)
+        return len(self._waits.forwarded) + len(self._waiting) + queued
+
+
+def _too_early(request_id: RequestId) -> bytes:
+    reason = "tools are listed once the client has sent notifications/initialized"
+    return jsonrpc.error_line(request_id, ErrorCode.INVALID_REQUEST, f"Invalid request: {reason}")

@@ -21,10 +21,12 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+from lazymcp import jsonrpc
 from lazymcp.arguments import check_arguments
-from lazymcp.errors import CatalogError, suggest
+from lazymcp.errors import CatalogError, ErrorCode
 from lazymcp.files import read_json
 from lazymcp.messages import Tool
+from lazymcp.names import suggest
 from lazymcp.options import Options
 from lazymcp.sdk import LazyTools
 
@@ -78,41 +80,93 @@ def _text(text: str, *, is_error: bool = False) -> types.CallToolResult:
 
 
 async def serve_stdio(lazy: LazyTools, stdin: AsyncIterable[str] | None = None, stdout: Any = None) -> None:
-    """Serve over this process's stdin and stdout (or the given text streams) until the client closes them."""
+    """Serve over this process's stdin and stdout (or the given text streams) until the client closes them.
+
+    At the end of input every request already read is still answered (waiting up to ``DRAIN_SECONDS``).
+    """
     server = lazy.server
     source: AsyncIterable[str] = stdin if stdin is not None else _stdin_lines()
     checked = CheckedLines(source)
     async with stdio_server(stdin=cast(Any, checked), stdout=stdout) as (read, write):
         checked.reply = write.send
-        await server.run(read, write, server.create_initialization_options(NotificationOptions(tools_changed=True)))
+        answers, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
+        async with write, outgoing:  # the transport's writer ends when this stream closes
+            relayed = anyio.Event()
+
+            async def relay() -> None:
+                async with outgoing:
+                    async for item in outgoing:
+                        message = item.message
+                        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                            checked.answered(message.id)
+                        await write.send(item)
+                relayed.set()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(relay)
+                async with answers:
+                    options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+                    await server.run(read, answers, options)
+                with anyio.move_on_after(FLUSH_SECONDS):  # the server may keep a clone of the stream open
+                    await relayed.wait()
+                group.cancel_scope.cancel()
 
 
 def _stdin_lines() -> AsyncIterable[str]:
     return anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
 
 
+FLUSH_SECONDS = 1.0
+"""After the server stops, how long its last messages get to reach stdout."""
+DRAIN_SECONDS = 300.0
+"""At the end of input, how long serve waits for the answers to the requests it has read."""
+
+
 class CheckedLines:
     """The client's lines, with an answer for each frame the SDK's stdio transport would drop unanswered.
 
     The SDK's stdio reader skips any line its JSON-RPC model refuses (params that are not an object,
-    text that is not JSON, very deep nesting, lone surrogates): the client would wait forever. Those
-    frames are answered here, by id where one can be read, and never reach the server.
+    text that is not JSON, very deep nesting, lone surrogates, an id that is not a string or an
+    integer): the client would wait forever. Those frames are answered here, by id where one can be
+    read, and never reach the server. The ids of the requests that do reach it are kept until their
+    answers pass, so that at the end of input the lines end only once each has been answered.
     """
 
     def __init__(self, source: AsyncIterable[str]) -> None:
         self._source = source
         self.reply: Callable[[SessionMessage], Awaitable[None]] | None = None
+        self._owed: set[tuple[str, object]] = set()
+        self._settled: anyio.Event | None = None
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
+
+    def answered(self, request_id: object) -> None:
+        self._owed.discard(jsonrpc.id_key(request_id))
+        if not self._owed and self._settled is not None:
+            self._settled.set()
 
     async def _lines(self) -> AsyncIterator[str]:
         async for line in self._source:
             answer = refusal(line)
             if answer is None:
+                if '"id"' in line and '"method"' in line:
+                    self._owe(line)
                 yield line
             elif self.reply is not None:
                 await self.reply(SessionMessage(answer))
+        with anyio.move_on_after(DRAIN_SECONDS):
+            while self._owed:
+                self._settled = anyio.Event()
+                await self._settled.wait()
+
+    def _owe(self, line: str) -> None:
+        try:
+            frame = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(frame, dict) and "method" in frame and "id" in frame:
+            self._owed.add(jsonrpc.id_key(cast(dict[str, object], frame)["id"]))
 
 
 _ID = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
@@ -123,44 +177,94 @@ def refusal(line: str) -> types.JSONRPCError | None:
     if not line.strip():
         return None
     try:
-        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        return None
+        read = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError:
         pass
+    else:  # a request whose id is not a string or an integer reads as a notification: it would go unanswered
+        if not isinstance(read, types.JSONRPCNotification) or '"id"' not in line:
+            return None
+        frame = orjson.loads(line)
+        return None if "id" not in frame else _error(None, ErrorCode.INVALID_REQUEST, "Invalid request: bad id")
     try:
         message: object = orjson.loads(line)
     except orjson.JSONDecodeError:
         found = _ID.search(line)
         request_id = orjson.loads(found.group(1)) if found else None
-        return _error(request_id, -32700, "Parse error: not JSON")
+        return _error(request_id, ErrorCode.PARSE_ERROR, "Parse error: not JSON")
     if not isinstance(message, dict):
-        return _error(None, -32600, "Invalid request: not an object")
+        return _error(None, ErrorCode.INVALID_REQUEST, "Invalid request: not an object")
     frame = cast(dict[str, object], message)
     request_id = frame.get("id")
     if not isinstance(request_id, int | str) or isinstance(request_id, bool):
-        return None if "id" not in frame else _error(None, -32600, "Invalid request: bad id")
+        return None if "id" not in frame else _error(None, ErrorCode.INVALID_REQUEST, "Invalid request: bad id")
     if "method" in frame and "params" in frame and not isinstance(frame["params"], dict):
-        return _error(request_id, -32602, "Invalid params: expected an object", {"field": "params", "reason": "type"})
-    return _error(request_id, -32600, "Invalid request")
+        reason = {"field": "params", "reason": "type"}
+        return _error(request_id, ErrorCode.INVALID_PARAMS, "Invalid params: expected an object", reason)
+    return _error(request_id, ErrorCode.INVALID_REQUEST, "Invalid request")
 
 
-def _error(request_id: object, code: int, message: str, data: object = None) -> types.JSONRPCError:
-    rid = request_id if isinstance(request_id, int | str) and not isinstance(request_id, bool) else None
-    return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message, data=data))
+def _error(request_id: object, code: ErrorCode, message: str, data: object = None) -> types.JSONRPCError:
+    return types.JSONRPCError.model_validate(jsonrpc.error_message(request_id, code, message, data))
 
 
-async def serve_http(lazy: LazyTools, host: str, port: int, *, stateless: bool = False) -> None:
+async def serve_http(
+    lazy: LazyTools,
+    host: str,
+    port: int,
+    *,
+    stateless: bool = False,
+    allow_hosts: Sequence[str] = (),
+    allow_origins: Sequence[str] = (),
+) -> None:
     """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled."""
     import uvicorn
 
-    app = lazy.server.streamable_http_app(stateless_http=stateless)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    app = lazy.server.streamable_http_app(
+        stateless_http=stateless, host=host, transport_security=transport_security(host, allow_hosts, allow_origins)
+    )
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     await uvicorn.Server(config).serve()
 
 
-def run(lazy: LazyTools, http: tuple[str, int] | None = None, *, stateless: bool = False) -> None:
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def transport_security(host: str, allow_hosts: Sequence[str], allow_origins: Sequence[str]) -> Any:
+    """The Host and Origin checks for the address served: loopback names on loopback (plus the lists),
+    the lists elsewhere (the SDK checks both once either is given, so list the hosts too); none, with a
+    warning, on a non-loopback address given no list."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = [pattern for name in allow_hosts for pattern in (name, f"{name}:*")]
+    origins = list(allow_origins)
+    if host in LOOPBACK:
+        hosts += ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+        origins += ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    elif not hosts and not origins:
+        say(f"warning: listening on {host} with no --allow-host or --allow-origin: any Host and Origin are accepted")
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def say(message: str) -> None:
+    print(f"lazymcp serve: {message}", file=sys.stderr, flush=True)  # noqa: T201
+
+
+def run(
+    lazy: LazyTools,
+    http: tuple[str, int] | None = None,
+    *,
+    stateless: bool = False,
+    allow_hosts: Sequence[str] = (),
+    allow_origins: Sequence[str] = (),
+) -> None:
     """Serve ``lazy`` over stdio, or streamable HTTP when ``http`` is ``(host, port)``."""
     if http is None:
         anyio.run(serve_stdio, lazy)
     else:
-        anyio.run(lambda: serve_http(lazy, http[0], http[1], stateless=stateless))
+        host, port = http
+        anyio.run(
+            lambda: serve_http(
+                lazy, host, port, stateless=stateless, allow_hosts=allow_hosts, allow_origins=allow_origins
+            )
+        )

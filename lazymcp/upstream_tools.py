@@ -1,7 +1,8 @@
 """The proxy's catalog of its upstream's tools: every page of the upstream's own ``tools/list``
 (``lazy: false``) built into a ``Catalog``, and built again after each ``list_changed``.
 
-Sans-IO: the router sends the requests this asks for and hands it each answer.
+Sans-IO: the router sends the requests this asks for and hands it each answer. A listing is bounded
+in pages and time, and a bad tool is left out of the catalog (``lazymcp.quarantine``), not fatal.
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ from lazymcp.messages import Tool
 from lazymcp.modes import check_configuration
 from lazymcp.options import Options
 from lazymcp.paging import Pages, PagingError
+from lazymcp.quarantine import quarantine
 
 
 @dataclass(frozen=True, slots=True)
 class Broken:
-    """The fetch failed; ``fatal``: the first catalog does not have what the configuration names."""
+    """The fetch failed. ``fatal``: there is no catalog to serve and none will come (the proxy stops);
+    ``said``: the last catalog stays, and the operator is told why the new one did not come."""
 
     reason: str
     fatal: bool = False
+    said: bool = False
 
 
 @dataclass
@@ -32,27 +36,38 @@ class UpstreamTools:
     """The latest catalog of the upstream's tools, and the fetch under way."""
 
     options: Options
+    timeout: float | None = None
+    """Seconds one listing may take, all pages together."""
     catalog: Catalog | None = None
     fetching: bool = False
     _again: bool = False
     _pages: Pages = field(default_factory=Pages)
+    _started: float = 0.0
+    _notes: list[str] = field(default_factory=lambda: [])
+    _quarantined: set[str] = field(default_factory=lambda: set())
 
-    def begin(self) -> dict[str, Any] | None:
+    def begin(self, now: float) -> dict[str, Any] | None:
         """The params of a fetch's first request, or None when one is under way (another follows it)."""
         if self.fetching:
             self._again = True
             return None
         self.fetching = True
+        self._started = now
         # lazy=false: an upstream that is itself lazy must hand over its full tools.
         self._pages = Pages({"lazy": False})
         return self._pages.params()
+
+    def take_notes(self) -> list[str]:
+        """What the operator should read about the last catalog: each tool left out, once."""
+        notes, self._notes = self._notes, []
+        return notes
 
     def again(self) -> bool:
         """Was a fetch asked for while the last one was under way? (Asks only once.)"""
         again, self._again = self._again, False
         return again
 
-    def answered(self, message: Message, origin: str | None) -> dict[str, Any] | Catalog | Broken:
+    def answered(self, message: Message, origin: str | None, now: float) -> dict[str, Any] | Catalog | Broken:
         """Take the upstream's answer to a ``tools/list`` page; ``origin``: the upstream's name.
 
         Returns the next page's params, the new catalog (now in place), or why the fetch failed.
@@ -67,13 +82,21 @@ class UpstreamTools:
         tools = result.get("tools")
         if not isinstance(tools, list):
             return self._broken("the upstream's tools/list result has no 'tools' list")
+        upstream = f"the upstream {origin!r}" if origin else "the upstream"
         try:
-            if self._pages.add(cast(list[Tool], tools), result.get("nextCursor")):
-                return self._pages.params()
+            more = self._pages.add(cast(list[Tool], tools), result.get("nextCursor"))
+            if more and self.timeout and now - self._started > self.timeout:
+                raise PagingError(f"did not end within {self.timeout:g} s")
         except PagingError as exc:
-            return self._broken(f"the upstream's tools/list cannot be read: {exc}")
+            self.fetching = False  # the first catalog fails the upstream; a later one keeps the last
+            return Broken(f"{upstream}'s tools/list {exc}", fatal=self.catalog is None, said=True)
+        if more:
+            return self._pages.params()
+        kept, rejected = quarantine(self._pages.entries)
+        self._notes += [note for note in rejected if note not in self._quarantined]
+        self._quarantined.update(rejected)
         try:
-            catalog = Catalog.build(self._pages.entries, self.options, origin=origin)
+            catalog = Catalog.build(kept, self.options, origin=origin)
             if self.catalog is None:  # start-up: the configuration must name what the upstream has
                 try:
                     check_configuration(catalog)

@@ -291,8 +291,13 @@ async def test_the_proxy_exits_with_status_1_when_the_configuration_names_a_tool
             out = BufferedByteReceiveStream(process.stdout)
             await process.stdin.send(line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}) + b"\n")
             await out.receive_until(b"\n", 1 << 20)
-            await process.stdin.send(line({"jsonrpc": "2.0", "method": "notifications/initialized"}) + b"\n")
-            await process.stdin.send(line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}) + b"\n")
+            # One write (under PIPE_BUF, so one read): the proxy has read the tools/list when it learns the
+            # configuration is wrong and exits. Sent apart, a loaded machine could let the catalog fail
+            # first, and the proxy would exit before reading the request at all.
+            initialized = line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            await process.stdin.send(
+                initialized + b"\n" + line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}) + b"\n"
+            )
             answer = json.loads(await out.receive_until(b"\n", 1 << 20))
             code = await process.wait()
             stderr = b"".join([chunk async for chunk in process.stderr]).decode()

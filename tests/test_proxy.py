@@ -350,6 +350,26 @@ def test_a_bridged_listen_stream_gets_the_upstreams_list_changed() -> None:
     assert isinstance(refusal, ToServer) and json.loads(refusal.data)["error"]["code"] == -32601
 
 
+def test_a_bridged_result_goes_through_the_2026_wire_model_of_the_proxys_router() -> None:
+    from lazymcp.limits import Limits
+    from lazymcp.link import make_router
+
+    router = make_router(None, Limits())
+    router.era, router.upstream_era = "modern", "legacy"
+    router._bridge.upstream_init = {"capabilities": {"resources": {}}}  # pyright: ignore[reportPrivateUsage]
+    request = {"jsonrpc": "2.0", "id": 5, "method": "resources/list", "params": {"_meta": MODERN_META}}
+    [up] = router.from_client(line(request), 0)
+    assert isinstance(up, ToServer) and "_meta" not in json.loads(up.data)["params"]  # the envelope stays behind
+    legacy = {"resources": [{"uri": "file:///a", "name": "a", "bogus": 1}], "nextCursor": None, "extra": 2}
+    [down] = router.from_server(line({"jsonrpc": "2.0", "id": 5, "result": legacy}), 0)
+    assert json.loads(down.data)["result"] == {  # type: ignore[union-attr]
+        "resources": [{"uri": "file:///a", "name": "a"}],  # what 2026-07-28 does not define is dropped
+        "ttlMs": 0,
+        "cacheScope": "private",
+        "resultType": "complete",
+    }
+
+
 @pytest.mark.anyio
 async def test_a_2026_client_reaches_a_2025_only_node_server_through_the_bridge(everything_command: list[str]) -> None:
     params = proxy_params(*everything_command)

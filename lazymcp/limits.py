@@ -1,0 +1,94 @@
+"""Every bound of ``lazymcp proxy`` and ``lazymcp serve`` in one place (spec/lazy-tools.md, "Limits").
+
+A peer, hostile or broken, gets bounded time and memory: each wait ends (``--timeout``), each buffer
+has a size, and what cannot be kept is dropped and counted, never queued without end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+DEFAULT_TIMEOUT = 300.0
+"""Seconds the upstream may take to answer a request (``--timeout``); also the bound on a server's
+request to the client, and on the answers still owed when the client's input ends."""
+CLIENT_TIMEOUT = 600.0
+"""Seconds the client may take to answer a request of the upstream's (``--client-timeout``): past it
+the upstream gets an error for it and the client a cancellation. Longer than ``--timeout``, since a
+person may be answering an elicitation."""
+SHUTDOWN_GRACE = 2.0
+"""Seconds the upstream gets to exit after its stdin closes, before it is terminated (then killed)."""
+EXPIRE_EVERY = 0.25
+"""Seconds between checks for requests that have waited too long."""
+DEFAULT_MAX_SESSIONS = 32
+"""HTTP client sessions at once (``--max-sessions``): each 2025 session spawns its own upstream process."""
+MAX_BODY = 4 * 1024 * 1024
+"""Bytes of one HTTP request body (the SDK server's own limit): past it, 413."""
+EVENT_BUFFER = 1024
+"""Messages kept for one session's event stream (or one listen stream) while nobody reads it: past
+it the oldest is dropped, counted, and the first drop is reported on stderr."""
+OUTBOX = 256
+"""Lines queued toward an HTTP upstream before the proxy stops reading from its client."""
+MAX_PAGES = 1000
+"""Pages of an upstream's ``tools/list`` read for one catalog; past it (or a repeated cursor, or the
+timeout) the listing fails with an error naming the upstream."""
+FLUSH_GRACE = 5.0
+"""Seconds given to write the last answers to a client at exit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The bounds one proxy runs with; each has a flag or a constant above."""
+
+    timeout: float | None = DEFAULT_TIMEOUT
+    client_timeout: float | None = CLIENT_TIMEOUT
+    max_sessions: int = DEFAULT_MAX_SESSIONS
+    max_body: int = MAX_BODY
+    event_buffer: int = EVENT_BUFFER
+
+    @property
+    def wait(self) -> float:
+        """The longest any one wait may last: the timeout, or a day when it is off."""
+        return self.timeout if self.timeout else 86_400.0
+
+
+T = TypeVar("T")
+
+
+class DropOldest(Generic[T]):
+    """A bounded queue for one reader: a full queue drops its oldest item, counts it, and reports the
+    first drop through ``on_first_drop`` (once, so a flood does not flood the log too)."""
+
+    def __init__(self, size: int, on_first_drop: Callable[[], None] | None = None) -> None:
+        self._items: deque[T] = deque()
+        self._size = size
+        self._ready = asyncio.Event()
+        self._on_first_drop = on_first_drop
+        self.dropped = 0
+
+    def put(self, item: T) -> None:
+        if len(self._items) >= self._size:
+            self._items.popleft()
+            self.dropped += 1
+            if self.dropped == 1 and self._on_first_drop is not None:
+                self._on_first_drop()
+        self._items.append(item)
+        self._ready.set()
+
+    async def get(self) -> T:
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        return self._items.popleft()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def say(message: str) -> None:
+    """Report on stderr, where the upstream's own stderr goes too."""
+    print(f"lazymcp proxy: {message}", file=sys.stderr, flush=True)  # noqa: T201

@@ -1,0 +1,315 @@
+"""The proxy's upstream: a spawned server over its stdio (``ProcessUpstream``) or a streamable-HTTP
+server (``HttpUpstream``), both behind one small interface that moves lines.
+
+Both apply backpressure: when the server does not take what is sent (its stdin pipe is full, or the
+HTTP outbox holds ``OUTBOX`` lines), ``on_pressure(True)`` tells the owner to stop reading from the
+client until ``on_pressure(False)``; and ``pause()`` stops reading from the server while the client
+is not reading its answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
+from typing import Any, Protocol, cast
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from lazymcp import jsonrpc
+from lazymcp.errors import UpstreamError
+from lazymcp.limits import OUTBOX, SHUTDOWN_GRACE
+
+LineSink = Callable[[bytes], None]
+Pressure = Callable[[bool], None]
+
+
+class Upstream(Protocol):
+    """Where the server is: started once, fed lines, reporting its lines and its end."""
+
+    async def start(self, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
+        """Connect. Raises ``UpstreamError`` when the server cannot be reached or started."""
+        ...
+
+    def send(self, line: bytes) -> None: ...
+
+    def pause(self, paused: bool) -> None:
+        """Stop (True) or resume (False) reading what the server sends."""
+        ...
+
+    on_pressure: Pressure
+
+    async def stop(self) -> None: ...
+
+
+class Lines(asyncio.Protocol):
+    """Split a byte stream into lines and hand each to ``on_line``; report the end to ``on_eof``."""
+
+    def __init__(self, on_line: LineSink, on_eof: Callable[[], None]) -> None:
+        self._on_line = on_line
+        self._on_eof = on_eof
+        self._chunks: list[bytes] = []  # a line in pieces: joined once, so a huge line costs linear time
+        self._ended = False
+
+    def data_received(self, data: bytes) -> None:
+        if b"\n" not in data:
+            self._chunks.append(data)
+            return
+        if self._chunks:
+            self._chunks.append(data)
+            data = b"".join(self._chunks)
+            self._chunks = []
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        if tail:
+            self._chunks.append(tail)
+        for line in lines:
+            if line.strip():
+                self._on_line(line)
+
+    def eof_received(self) -> bool:
+        rest = b"".join(self._chunks)
+        self._chunks = []
+        if rest.strip():
+            self._on_line(rest)
+        self._end()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end()
+
+    def _end(self) -> None:
+        if not self._ended:
+            self._ended = True
+            self._on_eof()
+
+
+class _ChildPipes(asyncio.SubprocessProtocol):
+    def __init__(self, upstream: ProcessUpstream) -> None:
+        self.upstream = upstream
+        self.lines = Lines(upstream.on_line, upstream.closed_stdout)
+        self.exited = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            self.lines.data_received(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self.lines.eof_received()
+
+    def pause_writing(self) -> None:  # the server's stdin is full: it is not reading
+        self.upstream.on_pressure(True)
+
+    def resume_writing(self) -> None:
+        self.upstream.on_pressure(False)
+
+    def process_exited(self) -> None:
+        self.exited.set()
+        self.upstream.exited()
+
+
+class ProcessUpstream:
+    """A server spawned as a child process, over its stdin and stdout; its stderr is ours."""
+
+    def __init__(self, command: Sequence[str]) -> None:
+        self.command = list(command)
+        self.on_line: LineSink = lambda line: None
+        self.on_pressure: Pressure = lambda paused: None
+        self._on_gone: Callable[[str], None] = lambda reason: None
+        self._transport: asyncio.SubprocessTransport | None = None
+        self._protocol: _ChildPipes | None = None
+        self._stdin: asyncio.WriteTransport | None = None
+
+    async def start(self, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
+        self.on_line, self._on_gone = on_line, on_gone
+        loop = asyncio.get_running_loop()
+        try:
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _ChildPipes(self),
+                *self.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=None,
+                env=child_environment(),
+            )
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise UpstreamError(f"cannot start the upstream server {self.command[0]!r}: {reason}") from None
+        self._transport, self._protocol = transport, protocol
+        self._stdin = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))
+
+    def send(self, line: bytes) -> None:
+        if self._stdin is not None and not self._stdin.is_closing():
+            self._stdin.writelines((line, b"\n"))
+
+    def pause(self, paused: bool) -> None:
+        if self._transport is None:
+            return
+        out = cast(asyncio.ReadTransport | None, self._transport.get_pipe_transport(1))
+        if out is None or out.is_closing():
+            return
+        if paused:
+            out.pause_reading()
+        else:
+            out.resume_reading()
+
+    def exited(self) -> None:
+        code = self._transport.get_returncode() if self._transport is not None else None
+        self._on_gone(f"the upstream server exited with code {code}")
+
+    def closed_stdout(self) -> None:
+        # Usually the process is exiting: wait a moment so the report can give its exit code.
+        asyncio.get_running_loop().call_later(0.5, self._on_gone, "the upstream server closed its stdout")
+
+    async def stop(self) -> None:
+        """Close the server's stdin; terminate it, then kill it, if it does not exit in time."""
+        transport, protocol = self._transport, self._protocol
+        if transport is None or protocol is None:
+            return
+        if self._stdin is not None:
+            self._stdin.close()
+        for step in (None, transport.terminate, transport.kill):
+            if protocol.exited.is_set():
+                break
+            if step is not None:
+                try:
+                    step()
+                except ProcessLookupError:
+                    break
+            try:
+                await asyncio.wait_for(protocol.exited.wait(), SHUTDOWN_GRACE)
+            except TimeoutError:
+                continue
+        transport.close()
+
+
+_COERCED = frozenset({"C.UTF-8", "C.utf8", "UTF-8"})
+
+
+def child_environment() -> dict[str, str]:
+    """This process's environment as it was given: without what Python's start-up added to it.
+
+    Started in the C locale, CPython coerces it (PEP 538) by setting ``LC_CTYPE`` in its own
+    environment, which a child would inherit: the upstream must see what the proxy was given.
+    """
+    env = dict(os.environ)
+    coerced = env.get("LC_CTYPE") in _COERCED and "LC_ALL" not in env and env.get("LANG", "C") in ("C", "POSIX")
+    if coerced:
+        del env["LC_CTYPE"]
+    return env
+
+
+class HttpUpstream:
+    """A streamable-HTTP server, through the SDK's client transport.
+
+    Lines are parsed once on the way up (the SDK's writer takes a typed message) and encoded once on
+    the way down; the outbox holds at most ``OUTBOX`` lines before the owner is told to stop reading.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.on_pressure: Pressure = lambda paused: None
+        self._stack = AsyncExitStack()
+        self._outbox: MemoryObjectSendStream[bytes] | None = None
+        self._legacy_version: str | None = None
+        self._resume = asyncio.Event()
+        self._resume.set()
+        self._queued = 0
+        self._pressed = False
+
+    async def start(self, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
+        from mcp.client.streamable_http import streamable_http_client
+
+        try:
+            read, write = await self._stack.enter_async_context(streamable_http_client(self.url))
+        except Exception as exc:
+            raise UpstreamError(f"cannot reach the upstream server at {self.url}: {exc}") from None
+        outbox, pending = anyio.create_memory_object_stream[bytes](sys.maxsize)
+        self._outbox = outbox
+        group = await self._stack.enter_async_context(anyio.create_task_group())
+        group.start_soon(self._read, read, on_line, on_gone)
+        group.start_soon(self._write, pending, write)
+        self._stack.callback(group.cancel_scope.cancel)  # runs first: stop the pumps, then the transport
+
+    def send(self, line: bytes) -> None:
+        if self._outbox is None:
+            return
+        self._outbox.send_nowait(line)
+        self._queued += 1
+        if self._queued >= OUTBOX and not self._pressed:
+            self._pressed = True
+            self.on_pressure(True)
+
+    def pause(self, paused: bool) -> None:
+        if paused:
+            self._resume.clear()
+        else:
+            self._resume.set()
+
+    async def _read(self, read: Any, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
+        from mcp.shared.message import SessionMessage
+
+        async for item in read:
+            if isinstance(item, Exception):
+                on_gone(f"the upstream at {self.url} failed: {item}")
+                return
+            await self._resume.wait()
+            message = cast(SessionMessage, item).message
+            line = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+            version = jsonrpc.field(getattr(message, "result", None), "protocolVersion")
+            if isinstance(version, str):
+                self._legacy_version = version  # the 2025 handshake's answer: later requests carry it
+            on_line(line)
+        on_gone(f"the upstream at {self.url} closed the connection")
+
+    async def _write(self, pending: MemoryObjectReceiveStream[bytes], write: Any) -> None:
+        from mcp.shared.message import ClientMessageMetadata, SessionMessage
+        from mcp_types import jsonrpc_message_adapter
+
+        async for line in pending:
+            self._queued -= 1
+            if self._pressed and self._queued < OUTBOX // 2:
+                self._pressed = False
+                self.on_pressure(False)
+            try:
+                raw = jsonrpc.parse(line)
+                message = jsonrpc_message_adapter.validate_python(raw)
+            except ValueError:
+                continue  # the router checked it: nothing it forwards fails here
+            metadata = ClientMessageMetadata(headers=self._headers(raw))
+            await write.send(SessionMessage(message, metadata=metadata))
+
+    def _headers(self, message: dict[str, Any]) -> dict[str, str]:
+        from mcp.shared.inbound import (
+            MCP_METHOD_HEADER,
+            MCP_NAME_HEADER,
+            MCP_PROTOCOL_VERSION_HEADER,
+            NAME_BEARING_METHODS,
+            encode_header_value,
+        )
+
+        from lazymcp.bridge import PROTOCOL_VERSION_KEY
+
+        method = message.get("method")
+        version = jsonrpc.params_meta(message).get(PROTOCOL_VERSION_KEY)
+        if isinstance(version, str):
+            headers = {MCP_PROTOCOL_VERSION_HEADER: version}
+            if isinstance(method, str):
+                headers[MCP_METHOD_HEADER] = method
+                name = jsonrpc.field(message.get("params"), NAME_BEARING_METHODS.get(method, ""))
+                if isinstance(name, str):
+                    headers[MCP_NAME_HEADER] = encode_header_value(name)
+            return headers
+        if self._legacy_version is not None and method != "initialize":
+            return {MCP_PROTOCOL_VERSION_HEADER: self._legacy_version}
+        return {}
+
+    async def stop(self) -> None:
+        if self._outbox is not None:
+            self._outbox.close()
+        self._resume.set()
+        await self._stack.aclose()

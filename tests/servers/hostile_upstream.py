@@ -1,0 +1,119 @@
+"""A 2025-11-25 stdio MCP server that misbehaves on purpose (raw JSON-RPC, no SDK): ``hostile_upstream.py KIND``.
+
+KIND shapes its ``tools/list``:
+- ``plain``: two tools;
+- ``endless``: every page names a new next cursor, for ever;
+- ``looping``: every page names the same next cursor;
+- ``bad-tools``: a duplicate name and a schema nested past the JSON encoder's depth limit, among good tools.
+
+Its tools: ``echo`` answers at once with its arguments and the ``_meta`` it got; ``slow`` answers after
+``arguments.seconds``; ``hang`` never answers; ``ask`` sends the client an elicitation request and
+then, when ``arguments.cancel`` is true, cancels it itself (answering the call at once); ``flood``
+sends ``arguments.count`` log notifications, then answers; ``die`` exits with status 3. ``resources/list``
+answers with one resource.
+"""
+
+import json
+import sys
+import threading
+
+KIND = sys.argv[1] if len(sys.argv) > 1 else "plain"
+LOCK = threading.Lock()
+SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}}
+TOOLS = [{"name": name, "description": f"The {name} tool.", "inputSchema": SCHEMA} for name in ("echo", "slow", "hang")]
+TOOLS += [
+    {"name": name, "description": f"The {name} tool.", "inputSchema": {"type": "object"}}
+    for name in ("ask", "flood", "die")
+]
+
+
+def deep(levels: int) -> dict:
+    node: dict = {"type": "string"}
+    for _ in range(levels):
+        node = {"type": "object", "properties": {"x": node}}
+    return node
+
+
+def send(message: dict) -> None:
+    with LOCK:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+
+def answer(request_id: object, result: object) -> None:
+    send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def text(request_id: object, value: object) -> None:
+    answer(request_id, {"content": [{"type": "text", "text": json.dumps(value)}]})
+
+
+def listing(request_id: object, params: dict) -> None:
+    cursor = params.get("cursor")
+    if KIND == "endless":
+        page = int(cursor or 0) + 1
+        answer(request_id, {"tools": TOOLS if page == 1 else [], "nextCursor": str(page)})
+    elif KIND == "looping":
+        answer(request_id, {"tools": TOOLS if cursor is None else [], "nextCursor": "again"})
+    elif KIND == "bad-tools":
+        twin = {"name": "echo", "description": "A second echo.", "inputSchema": {"type": "object"}}
+        nested = {"name": "nested", "description": "Too deep.", "inputSchema": deep(300)}
+        answer(request_id, {"tools": [*TOOLS, twin, nested]})
+    else:
+        answer(request_id, {"tools": TOOLS})
+
+
+def call(request_id: object, params: dict) -> None:
+    name, arguments = params.get("name"), params.get("arguments") or {}
+    if name == "echo":
+        text(request_id, {"arguments": arguments, "meta": params.get("_meta")})
+    elif name == "slow":
+        threading.Timer(float(arguments.get("seconds", 1)), text, (request_id, {"slow": True})).start()
+    elif name == "hang":
+        return
+    elif name == "ask":
+        asked = f"ask-{request_id}"
+        send({"jsonrpc": "2.0", "id": asked, "method": "elicitation/create", "params": {"message": "?"}})
+        if arguments.get("cancel"):
+            send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": asked}})
+            text(request_id, {"asked": asked, "cancelled": True})
+    elif name == "flood":
+        for number in range(int(arguments.get("count", 1000))):
+            note = {"level": "info", "data": f"note {number} " + "x" * int(arguments.get("size", 100))}
+            send({"jsonrpc": "2.0", "method": "notifications/message", "params": note})
+        text(request_id, {"flooded": True})
+    elif name == "die":
+        sys.exit(3)
+    else:
+        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
+
+
+for line in sys.stdin:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        continue
+    method, request_id = message.get("method"), message.get("id")
+    if request_id is None or method is None:
+        continue  # notifications, and the client's answers
+    params = message.get("params") or {}
+    if method == "initialize":
+        capabilities = {"tools": {}, "resources": {}}
+        answer(
+            request_id,
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": capabilities,
+                "serverInfo": {"name": "hostile", "version": "1"},
+            },
+        )
+    elif method == "tools/list":
+        listing(request_id, params)
+    elif method == "tools/call":
+        call(request_id, params)
+    elif method == "resources/list":
+        answer(request_id, {"resources": [{"uri": "memo://one", "name": "one"}]})
+    elif method == "ping":
+        answer(request_id, {})
+    else:
+        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "Method not found"}})
