@@ -28,7 +28,7 @@ def _positive(value: str) -> int:
     return int(value)
 
 
-def _add_listing_options(parser: argparse.ArgumentParser) -> None:
+def _add_listing_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
     """The settings of ``SETTINGS`` as flags; each falls back to its environment variable, then its default."""
 
     def flag_type(setting: Setting) -> Callable[[str], Any]:
@@ -45,6 +45,8 @@ def _add_listing_options(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group("listing and modes (each flag also reads its LAZYMCP_* variable)")
     for setting in SETTINGS:
+        if setting.field in skip:
+            continue
         group.add_argument(
             setting.flag,
             dest=setting.field,
@@ -93,6 +95,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_listing_options(proxy)
 
+    from lazymcp.gateway.cli import add_gateway_parser
+
+    add_gateway_parser(commands, lambda parser: _add_listing_options(parser, skip=("mode",)))
+
     stats = commands.add_parser(
         "stats",
         help="bytes and tokens of every listing mode of a server",
@@ -118,6 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args)
         if args.command == "proxy":
             return _proxy(args, command)
+        if args.command == "gateway":
+            from lazymcp.gateway.cli import run
+
+            return run(args, _options(args))
         return _stats(args, command)
     except LazyMCPError as exc:
         print(f"lazymcp: error: {exc.message}", file=sys.stderr)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from lazymcp import jsonrpc
@@ -100,8 +100,11 @@ class _ChildPipes(asyncio.SubprocessProtocol):
 class ProcessUpstream:
     """A server spawned as a child process, over its stdin and stdout; its stderr is ours."""
 
-    def __init__(self, command: Sequence[str]) -> None:
+    def __init__(self, command: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
         self.command = list(command)
+        self.env = dict(env or {})
+        """Variables set for the server on top of this process's environment (a gateway entry's ``env``)."""
+        self.cwd = cwd
         self.on_line: LineSink = lambda line: None
         self._on_gone: Callable[[str], None] = lambda reason: None
         self._transport: asyncio.SubprocessTransport | None = None
@@ -118,7 +121,8 @@ class ProcessUpstream:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=None,
-                env=child_environment(),
+                env={**child_environment(), **self.env},
+                cwd=self.cwd,
             )
         except OSError as exc:
             reason = exc.strerror or exc

@@ -1,0 +1,458 @@
+"""The gateway's sans-IO core: one client, many servers, one merged lazy catalog.
+
+Theory of operation. ``Gateway.from_client`` and ``Gateway.from_server`` take one line each and return
+actions: ``ToClient(data)``, ``Send(server, data)``, ``Start(server)`` (spawn it, then call
+``started``), ``Stop(server)`` (it failed: end its process) and ``Save(server, tools, version)``
+(store its manifest). The I/O adapter carries them out and does nothing else.
+
+- The gateway is the client's one server: it answers ``initialize``, ``ping`` and every ``tools/*``
+  request itself, through ``lazymcp.methods.dispatch`` over one ``Catalog`` of every server's tools
+  named ``<server><separator><tool>`` (``lazymcp.gateway.namespace``).
+- Each server has a ``Link`` that owns one ``Router``: its handshake (the gateway is its client), its
+  catalog fetch and refetch on ``list_changed``, in-flight tracking, timeouts and faults are the
+  router's, unchanged. A call the catalog leaves to a server goes into its router as the server's own
+  ``tools/call`` under the client's id; what comes back goes to the client.
+- A server's tools come from its manifest until it runs; a server without one is started at once and
+  the first ``tools/*`` requests wait for its list. Others start on their first call.
+- A server that fails (cannot start, exits, hangs, breaks the protocol) fails alone: what it owed is
+  answered with an error naming it, its tools stay listed (from its last list), a call to it within
+  its backoff is refused at once, and after the backoff the next call starts it again.
+- Requests servers make of the client (sampling, elicitation, roots) get gateway ids, so two servers'
+  ids never meet; the client's answer goes back to the server that asked, under the server's id.
+- A new tool list from any server rebuilds the merged catalog; when what is listed changed, the client
+  gets one ``notifications/tools/list_changed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
+
+from lazymcp import jsonrpc
+from lazymcp.catalog import Catalog
+from lazymcp.errors import ErrorCode, LazyMCPError
+from lazymcp.gateway.config import ServerEntry, tool_meta
+from lazymcp.gateway.manifest import Manifest
+from lazymcp.gateway.namespace import Namespace
+from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId, id_key
+from lazymcp.messages import Tool
+from lazymcp.metadata import Metadata, ToolMeta
+from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
+from lazymcp.modes import DynamicSession
+from lazymcp.options import Options
+from lazymcp.router import Fail, Router
+from lazymcp.router import ToClient as RouterToClient
+from lazymcp.router import ToServer as RouterToServer
+
+LATEST = "2025-11-25"
+SUPPORTED = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", LATEST})
+"""Protocol versions the gateway's handshake accepts; it answers others with the latest."""
+BACKOFF_FIRST = 1.0
+BACKOFF_MAX = 60.0
+_INIT = "lazymcp-gateway-init"
+
+
+@dataclass(frozen=True, slots=True)
+class ToClient:
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    server: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    server: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    server: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Save:
+    server: str
+    tools: tuple[Tool, ...]
+    version: str | None
+
+
+Action = ToClient | Send | Start | Stop | Save
+
+
+@dataclass
+class Link:
+    """One server: its entry, its router while it runs, its last known tools and its faults."""
+
+    entry: ServerEntry
+    tools: tuple[Tool, ...] | None = None
+    version: str | None = None
+    router: Router | None = None
+    state: str = "idle"
+    """idle (not running), starting (spawned, handshake under way), ready, or down (failed)."""
+    queued: list[bytes] = field(default_factory=lambda: [])
+    failures: int = 0
+    retry_at: float = 0.0
+    reason: str | None = None
+    seen: Catalog | None = None
+
+
+@dataclass
+class Gateway:
+    """The decisions of one gateway connection. ``now`` arguments are monotonic seconds."""
+
+    entries: Sequence[ServerEntry]
+    options: Options = field(default_factory=Options)
+    manifests: Mapping[str, Manifest | None] = field(default_factory=lambda: {})
+    separator: str = "__"
+    timeout: float | None = 300.0
+    mode: str | None = None
+    """``auto``: the describe listing while its stubs fit ``budget`` tokens, the proxy surface beyond."""
+    budget: int = 20_000
+    stale: frozenset[str] = frozenset()
+    """Servers whose manifest is past its TTL: started at launch to refresh it."""
+    client_info: dict[str, str] = field(default_factory=lambda: {"name": "lazymcp-gateway", "version": "0"})
+    links: dict[str, Link] = field(init=False)
+    catalog: Catalog = field(init=False)
+    names: Namespace = field(init=False)
+    _client: dict[str, Any] | None = None  # the client's initialize params
+    _declared: bool = False
+    _owners: dict[tuple[str, object], str] = field(default_factory=lambda: {})  # client request -> server
+    _asked: dict[str, tuple[str, RequestId]] = field(default_factory=lambda: {})  # gateway id -> server, its id
+    _asked_count: int = 0
+    _waiting: list[tuple[Message, bytes]] = field(default_factory=lambda: [])  # tools/* before the first lists
+    _session: DynamicSession = field(default_factory=DynamicSession)
+
+    def __post_init__(self) -> None:
+        self.names = Namespace(self.separator, prefixed=True)
+        self.links = {}
+        for entry in self.entries:
+            manifest = self.manifests.get(entry.name)
+            link = Link(entry)
+            if manifest is not None:
+                link.tools, link.version = manifest.tools, manifest.version
+            self.links[entry.name] = link
+        self.catalog = self._build()
+
+    # --- start-up ------------------------------------------------------------------------------
+
+    def launch(self, eager: bool = False) -> list[Action]:
+        """Start what must run now: servers without a manifest (or a stale one), or all with ``eager``."""
+        return [
+            Start(name)
+            for name, link in self.links.items()
+            if eager or link.tools is None or name in self.stale
+            for _ in [self._spawn(link)]
+        ]
+
+    def _spawn(self, link: Link) -> None:
+        link.state, link.queued = "starting", []
+        link.router = Router(replace(self.options, mode="eager", check_arguments=False), self.timeout, self.client_info)
+        link.seen = None
+
+    @property
+    def discovering(self) -> bool:
+        """Is a server's first tool list still awaited?"""
+        return any(link.tools is None and link.state in ("starting", "ready") for link in self.links.values())
+
+    def started(self, server: str, now: float) -> list[Action]:
+        """The server's process runs: the gateway, as its client, opens the handshake."""
+        link = self.links[server]
+        client: dict[str, Any] = self._client or {}
+        capabilities = cast(dict[str, Any], client.get("capabilities") or {})
+        params: dict[str, Any] = {
+            "protocolVersion": client.get("protocolVersion") if client.get("protocolVersion") in SUPPORTED else LATEST,
+            "capabilities": {k: v for k, v in capabilities.items() if k != "extensions"},
+            "clientInfo": client.get("clientInfo") or self.client_info,
+        }
+        return self._through(link, jsonrpc.request_line(_INIT, "initialize", params), now)
+
+    def start_failed(self, server: str, reason: str, now: float) -> list[Action]:
+        """The server could not be started or went away."""
+        link = self.links[server]
+        if link.state in ("idle", "down"):
+            return []
+        return self._down(link, reason, now)
+
+    # --- client -> servers ---------------------------------------------------------------------
+
+    def from_client(self, line: bytes, now: float) -> list[Action]:
+        """Decide what to do with one line from the client."""
+        try:
+            message = jsonrpc.parse(line)
+        except NotJSONRPC:
+            return [ToClient(jsonrpc.error_line(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message"))]
+        method = message.get("method")
+        if "method" not in message:
+            return self._client_answer(message, now)
+        if "id" not in message:
+            return self._client_notification(message, now)
+        request_id = message["id"]
+        if not isinstance(method, str) or not isinstance(request_id, int | str) or isinstance(request_id, bool):
+            return [ToClient(jsonrpc.error_line(None, ErrorCode.INVALID_REQUEST, "Invalid request"))]
+        params = message.get("params")
+        if params is not None and not isinstance(params, dict):
+            error = jsonrpc.error_line(request_id, ErrorCode.INVALID_PARAMS, "Invalid params: expected an object")
+            return [ToClient(error)]
+        if method == "initialize":
+            return [ToClient(jsonrpc.result_line(request_id, self._initialize(cast(dict[str, Any], params or {}))))]
+        if method == "ping":
+            return [ToClient(jsonrpc.result_line(request_id, {}))]
+        if method in METHODS:
+            if self.discovering:
+                self._waiting.append((message, line))
+                return []
+            return self._tools(message, now)
+        if method == "logging/setLevel":
+            return [ToClient(jsonrpc.result_line(request_id, {}))]
+        if method in ("resources/list", "resources/templates/list", "prompts/list"):
+            key = {"resources/list": "resources", "prompts/list": "prompts"}.get(method, "resourceTemplates")
+            return [ToClient(jsonrpc.result_line(request_id, {key: []}))]
+        error = jsonrpc.error_line(request_id, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
+        return [ToClient(error)]
+
+    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        self._client = params
+        self._declared = declares(jsonrpc.field(params.get("capabilities"), "extensions"))
+        version = params.get("protocolVersion")
+        result = {
+            "protocolVersion": version if version in SUPPORTED else LATEST,
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": self.client_info,
+            "instructions": self._instructions(),
+        }
+        return advertise(result, self.options)
+
+    def _instructions(self) -> str:
+        lines = ["One endpoint for these MCP servers; each tool's name starts with its server's:"]
+        for name, link in self.links.items():
+            about = link.entry.description or link.entry.category or ""
+            lines.append(f"- {name}{self.separator}: {about}".rstrip(": "))
+        return "\n".join(lines)
+
+    def _client_notification(self, message: Message, now: float) -> list[Action]:
+        method = message.get("method")
+        params = cast(dict[str, Any], message.get("params") or {})
+        if method == "notifications/cancelled":
+            owner = self._owners.get(id_key(params.get("requestId")))
+            link = self.links.get(owner) if owner else None
+            return self._through(link, jsonrpc.encode(message), now) if link and link.router else []
+        if method in ("notifications/roots/list_changed", "notifications/progress"):
+            actions: list[Action] = []
+            for link in self.links.values():
+                if link.state == "ready":
+                    actions += self._through(link, jsonrpc.encode(message), now)
+            return actions
+        return []  # notifications/initialized is the gateway's; the servers get their own
+
+    def _client_answer(self, message: Message, now: float) -> list[Action]:
+        asked = self._asked.pop(str(message.get("id")), None)
+        if asked is None:
+            return []
+        server, original = asked
+        link = self.links[server]
+        if link.router is None:
+            return []
+        return self._through(link, jsonrpc.encode({**message, "id": original}), now)
+
+    def _caller(self) -> Caller:
+        dynamic = self.catalog.options.mode == "dynamic"
+        return Caller(declared=self._declared, session=self._session if dynamic else None)
+
+    def _tools(self, message: Message, now: float) -> list[Action]:
+        request_id: RequestId = message["id"]
+        try:
+            outcome = dispatch(message["method"], self.catalog, message.get("params"), self._caller())
+        except LazyMCPError as exc:
+            return [ToClient(jsonrpc.error_from(request_id, exc))]
+        if isinstance(outcome, Answer):
+            answer = ToClient(jsonrpc.result_line(request_id, outcome.result))
+            if outcome.changed:
+                return [ToClient(jsonrpc.notification_line("notifications/tools/list_changed")), answer]
+            return [answer]
+        params = cast(dict[str, Any], message.get("params") or {})
+        name, arguments = (outcome.name, outcome.arguments) if isinstance(outcome, Run) else (params.get("name"), None)
+        owner = self.names.owner(name) if isinstance(name, str) else None
+        if owner is None:
+            text = f"Unknown tool: {name!r}"
+            return [ToClient(jsonrpc.error_line(request_id, ErrorCode.INVALID_PARAMS, text, {"name": name}))]
+        server, original = owner
+        call_params = {**params, "name": original}
+        if arguments is not None:
+            call_params["arguments"] = arguments
+        return self._call(
+            self.links[server], request_id, jsonrpc.request_line(request_id, "tools/call", call_params), now
+        )
+
+    def _call(self, link: Link, request_id: RequestId, line: bytes, now: float) -> list[Action]:
+        if link.state == "down" and now < link.retry_at:
+            return [ToClient(self._unavailable(link, request_id))]
+        self._owners[id_key(request_id)] = link.entry.name
+        if link.state in ("idle", "down"):
+            self._spawn(link)
+            link.queued.append(line)
+            return [Start(link.entry.name)]
+        if link.state == "starting":
+            link.queued.append(line)
+            return []
+        return self._through(link, line, now)
+
+    def _unavailable(self, link: Link, request_id: RequestId) -> bytes:
+        reason = link.reason or "not running"
+        text = f"Server {link.entry.name!r} is unavailable: {reason}"
+        return jsonrpc.error_line(request_id, ErrorCode.UPSTREAM_ERROR, text, {"server": link.entry.name})
+
+    # --- servers -> client ---------------------------------------------------------------------
+
+    def from_server(self, server: str, line: bytes, now: float) -> list[Action]:
+        """Decide what to do with one line from a server."""
+        link = self.links[server]
+        if link.router is None:
+            return []
+        return self._relay(link, link.router.from_server(line, now), now)
+
+    def _through(self, link: Link, line: bytes, now: float) -> list[Action]:
+        assert link.router is not None
+        return self._relay(link, link.router.from_client(line, now), now)
+
+    def _relay(self, link: Link, actions: Sequence[RouterToClient | RouterToServer | Fail], now: float) -> list[Action]:
+        """A router's actions as the gateway's: its answers and requests to the client, mapped."""
+        out: list[Action] = []
+        for action in actions:
+            if isinstance(action, RouterToServer):
+                out.append(Send(link.entry.name, action.data))
+            elif isinstance(action, Fail):
+                return out + self._down(link, action.reason, now)
+            else:
+                out += self._to_client(link, action.data, now)
+        if link.router is not None and link.router.catalog is not link.seen:
+            out += self._new_tools(link, now)
+        return out
+
+    def _to_client(self, link: Link, data: bytes, now: float) -> list[Action]:
+        message = jsonrpc.parse(data)
+        method = message.get("method")
+        if method is None:
+            request_id = message.get("id")
+            if request_id == _INIT:
+                return self._handshake(link, message, now)
+            self._owners.pop(id_key(request_id), None)
+            return [ToClient(data)]
+        if "id" in message:  # a request to the client: sampling, elicitation, roots, ping
+            self._asked_count += 1
+            gateway_id = f"lazymcp-gateway-{self._asked_count}"
+            self._asked[gateway_id] = (link.entry.name, message["id"])
+            return [ToClient(jsonrpc.encode({**message, "id": gateway_id}))]
+        if method == "notifications/tools/list_changed":
+            return []  # the gateway announces its own, once its catalog is rebuilt
+        return [ToClient(data)]
+
+    def _handshake(self, link: Link, message: Message, now: float) -> list[Action]:
+        result = message.get("result")
+        if not isinstance(result, dict):
+            detail = jsonrpc.field(message.get("error"), "message") or "no result"
+            return self._down(link, f"it refused the gateway's initialize: {detail}", now)
+        version = jsonrpc.field(cast(dict[str, Any], result).get("serverInfo"), "version")
+        link.version = version if isinstance(version, str) else None
+        link.state = "ready"
+        actions = self._through(link, jsonrpc.notification_line("notifications/initialized"), now)
+        queued, link.queued = link.queued, []
+        for line in queued:
+            actions += self._through(link, line, now)
+        return actions
+
+    def _new_tools(self, link: Link, now: float) -> list[Action]:
+        assert link.router is not None
+        catalog = link.seen = link.router.catalog
+        if catalog is None:
+            return []
+        link.tools = catalog.tools
+        actions: list[Action] = [Save(link.entry.name, catalog.tools, link.version)]
+        before = self.catalog.version
+        self.catalog = self._build()
+        if self.catalog.version != before and self._client is not None:
+            actions.append(ToClient(jsonrpc.notification_line("notifications/tools/list_changed")))
+        if not self.discovering:
+            waiting, self._waiting = self._waiting, []
+            for message, _ in waiting:
+                actions += self._tools(message, now)
+        return actions
+
+    # --- faults --------------------------------------------------------------------------------
+
+    def _down(self, link: Link, reason: str, now: float) -> list[Action]:
+        """The server failed: answer what it owed, refuse it for a backoff, and keep its tools listed."""
+        name = link.entry.name
+        reason = f"server {name!r}: {reason}"
+        actions: list[Action] = [Stop(name, reason)]
+        owed = [jsonrpc.parse(line)["id"] for line in link.queued]
+        link.queued = []
+        if link.router is not None:
+            for failure in link.router.upstream_failed(reason):
+                if isinstance(failure, RouterToClient):
+                    actions += self._to_client(link, failure.data, now)
+        link.router, link.state, link.reason = None, "down", reason
+        link.failures += 1
+        link.retry_at = now + min(BACKOFF_FIRST * 2 ** (link.failures - 1), BACKOFF_MAX)
+        for request_id in owed:
+            self._owners.pop(id_key(request_id), None)
+            actions.append(ToClient(self._unavailable(link, request_id)))
+        if link.tools is None:
+            link.tools = ()  # no list to show for it: the others are not kept waiting
+            actions += self._new_tools_after_failure(now)
+        return actions
+
+    def _new_tools_after_failure(self, now: float) -> list[Action]:
+        if self.discovering:
+            return []
+        waiting, self._waiting = self._waiting, []
+        actions: list[Action] = []
+        for message, _ in waiting:
+            actions += self._tools(message, now)
+        return actions
+
+    def expire(self, now: float) -> list[Action]:
+        """Fail every server that has left a request unanswered past the timeout."""
+        actions: list[Action] = []
+        for link in self.links.values():
+            if link.router is not None:
+                actions += self._relay(link, link.router.expire(now), now)
+        return actions
+
+    # --- the merged catalog --------------------------------------------------------------------
+
+    def _build(self) -> Catalog:
+        self.names = Namespace(self.separator, prefixed=True)
+        tools: list[Tool] = []
+        declared: dict[str, ToolMeta] = {}
+        categories: dict[str, str] = {}
+        core: list[str] = []
+        for name, link in self.links.items():
+            entry = link.entry
+            category = entry.category or name
+            categories[category] = entry.description or f"The tools of the {name} server."
+            if not entry.defer:
+                core.append(category)
+            originals = [tool["name"] for tool in link.tools or ()]
+            for tool, gateway_name in zip(link.tools or (), self.names.add(name, originals), strict=True):
+                tools.append(cast(Tool, {**tool, "name": gateway_name}))
+                declared[gateway_name] = ToolMeta(category=category)
+            declared.update(tool_meta(entry, lambda original, server=name: self.names.name(server, original)))
+        metadata = Metadata(declared, categories, source="gateway configuration")
+        options = replace(self.options, metadata=metadata, core_tools=tuple(core) or self.options.core_tools)
+        if self.mode == "auto":
+            options = replace(options, mode=self._auto_mode(tools, options, bool(core)))
+        return Catalog.build(tools, options)
+
+    def _auto_mode(self, tools: list[Tool], options: Options, core: bool) -> Any:
+        from lazymcp.tokens import Size
+
+        listing = Catalog.build(tools, replace(options, mode="describe")).listing("stock", "summary")
+        if Size.of(listing).tokens <= self.budget:
+            return "describe"
+        return "core" if core else "proxy"
