@@ -125,3 +125,19 @@ def test_the_gateway_lists_from_manifests_without_starting_any_server() -> None:
     handshake = gateway.started("b", 0.0)
     assert len(handshake) == 1 and isinstance(handshake[0], Send) and handshake[0].server == "b"
     assert parse(handshake[0].data)["method"] == "initialize"
+
+
+def test_a_failed_server_is_refused_during_its_backoff_and_started_again_after() -> None:
+    config = parse_config({"mcpServers": {"a": {"command": "x"}}})
+    tool = {"name": "echo", "inputSchema": {"type": "object"}}
+    gateway = Gateway(config.servers, manifests={"a": Manifest((tool,), 0.0)}, mode="describe")
+    call = request_line(1, "tools/call", {"name": "a__echo", "arguments": {}})
+    assert gateway.from_client(call, 0.0) == [Start("a")]
+    failed = gateway.start_failed("a", "cannot start it", 0.0)
+    refused = [parse(action.data) for action in failed if isinstance(action, ToClient)]
+    assert [(m["id"], m["error"]["data"]) for m in refused] == [(1, {"server": "a"})]
+    again = gateway.from_client(request_line(2, "tools/call", {"name": "a__echo", "arguments": {}}), 0.5)
+    assert len(again) == 1 and isinstance(again[0], ToClient) and "cannot start it" in str(parse(again[0].data))
+    assert gateway.from_client(request_line(3, "tools/call", {"name": "a__echo", "arguments": {}}), 5.0) == [Start("a")]
+    listing = gateway.from_client(request_line(4, "tools/list", {"lazy": False}), 5.0)
+    assert isinstance(listing[0], ToClient) and "a__echo" in str(parse(listing[0].data))
