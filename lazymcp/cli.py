@@ -107,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     source = stats.add_mutually_exclusive_group()
     source.add_argument("--catalog", metavar="FILE", help="serve this catalog in-process and measure it")
     source.add_argument("--url", help="a streamable-HTTP MCP server")
+    source.add_argument("--config", metavar="FILE", help="every server of a client configuration, as the gateway")
     stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
@@ -171,6 +172,10 @@ def _stats(args: argparse.Namespace, command: list[str]) -> int:
     from lazymcp.serve import build_server
     from lazymcp.stats import collect, render
 
+    if args.config:
+        from lazymcp.gateway.cli import stats
+
+        return stats(args.config, _options(args))
     if command and (args.url or args.catalog):
         print("lazymcp: error: give one of --catalog, --url or -- COMMAND", file=sys.stderr)
         return 2

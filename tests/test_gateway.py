@@ -21,6 +21,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from lazymcp.cli import main
 from lazymcp.client import LazyClient
 from lazymcp.errors import ErrorCode
 
@@ -202,3 +203,16 @@ async def test_a_server_killed_mid_session_fails_alone(config: Path, tmp_path: P
     assert "server 'memory'" in failed.value.message
     assert not others.is_error
     assert "memory__read_graph" in [tool.name for tool in listing.tools]
+
+
+def test_stats_of_a_config_prints_every_server_and_both_totals(
+    config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LAZYMCP_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["stats", "--config", str(config)]) == 0
+    rows = {line.split("  ")[0].strip(): line.split() for line in capsys.readouterr().out.splitlines() if line}
+    assert {"everything", "memory", "filesystem", "time", "git"} <= set(rows)
+    assert rows["memory"][1] == "9"
+    one_proxy_each = int(rows["total, one proxy each"][-2].replace(",", ""))
+    one_gateway = int(rows["total, one gateway"][-2].replace(",", ""))
+    assert one_gateway < one_proxy_each < int(rows["total, one gateway"][-3].replace(",", ""))

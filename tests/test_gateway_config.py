@@ -141,3 +141,20 @@ def test_a_failed_server_is_refused_during_its_backoff_and_started_again_after()
     assert gateway.from_client(request_line(3, "tools/call", {"name": "a__echo", "arguments": {}}), 5.0) == [Start("a")]
     listing = gateway.from_client(request_line(4, "tools/list", {"lazy": False}), 5.0)
     assert isinstance(listing[0], ToClient) and "a__echo" in str(parse(listing[0].data))
+
+
+def test_auto_mode_lists_stubs_within_the_budget_and_the_proxy_surface_beyond() -> None:
+    config = parse_config({"mcpServers": {"a": {"command": "x"}}})
+    tools = tuple(
+        {"name": f"tool_{n}", "description": f"Tool {n}.", "inputSchema": {"type": "object"}} for n in range(40)
+    )
+    manifests = {"a": Manifest(tools, 0.0)}
+
+    def listed(budget: int) -> list[str]:
+        gateway = Gateway(config.servers, manifests=manifests, mode="auto", budget=budget)
+        answer = gateway.from_client(request_line(1, "tools/list"), 0.0)[0]
+        assert isinstance(answer, ToClient)
+        return [tool["name"] for tool in parse(answer.data)["result"]["tools"]]
+
+    assert len(listed(100_000)) == 2 + 40
+    assert listed(100) == ["list_tool_categories", "search_tools", "describe_tools", "invoke_tool"]

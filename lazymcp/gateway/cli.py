@@ -62,3 +62,15 @@ def run(args: argparse.Namespace, options: Options) -> int:
         )
     except KeyboardInterrupt:
         return 130
+
+
+def stats(path: str, options: Options) -> int:
+    """``lazymcp stats --config FILE``: print the configuration's costs."""
+    from lazymcp.gateway.run import Launch, read_config, say
+    from lazymcp.gateway.stats import measure, render
+
+    config = read_config(path)
+    if config.warnings:
+        say("; ".join(config.warnings))
+    print(render(measure(Launch(config, options))))  # noqa: T201
+    return 0
