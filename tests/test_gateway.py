@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
@@ -216,3 +217,39 @@ def test_stats_of_a_config_prints_every_server_and_both_totals(
     one_proxy_each = int(rows["total, one proxy each"][-2].replace(",", ""))
     one_gateway = int(rows["total, one gateway"][-2].replace(",", ""))
     assert one_gateway < one_proxy_each < int(rows["total, one gateway"][-3].replace(",", ""))
+
+
+@pytest.mark.anyio
+async def test_a_servers_sampling_request_reaches_the_client_that_caused_it(
+    node_servers: dict[str, list[str]], tmp_path: Path
+) -> None:
+    config = tmp_path / "one.json"
+    config.write_text(json.dumps({"mcpServers": {"everything": entry(node_servers["everything"])}}))
+    changed = anyio.Event()
+    asked: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        nonlocal changed
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async def on_sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append(params)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="Seven."), model="fixed"
+        )
+
+    trigger = "everything__trigger-sampling-request"
+    with anyio.fail_after(TIMEOUT):
+        async with Client(
+            gateway(config, tmp_path / "cache"),
+            mode="legacy",
+            message_handler=on_message,
+            sampling_callback=on_sampling,
+        ) as client:
+            while trigger not in [tool.name for tool in (await client.list_tools()).tools]:
+                await changed.wait()  # server-everything adds it once it knows the client can sample
+                changed = anyio.Event()
+            result = await client.call_tool(trigger, {"prompt": "Name a prime number.", "maxTokens": 42})
+    assert len(asked) == 1
+    assert "Seven." in text(result)

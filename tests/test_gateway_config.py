@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,9 +123,15 @@ def test_the_gateway_lists_from_manifests_without_starting_any_server() -> None:
     assert [t["name"] for t in parse(listing[0].data)["result"]["tools"]] == ["a__echo", "b__echo"]
     call = gateway.from_client(request_line(2, "tools/call", {"name": "b__echo", "arguments": {}}), 0.0)
     assert call == [Start("b")]
-    handshake = gateway.started("b", 0.0)
-    assert len(handshake) == 1 and isinstance(handshake[0], Send) and handshake[0].server == "b"
-    assert parse(handshake[0].data)["method"] == "initialize"
+    assert gateway.started("b", 0.0) == []  # its handshake waits for the client's capabilities
+    hello: dict[str, Any] = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"sampling": {}},
+        "clientInfo": {"name": "c"},
+    }
+    answer, handshake = gateway.from_client(request_line(0, "initialize", hello), 0.0)
+    assert isinstance(answer, ToClient) and isinstance(handshake, Send) and handshake.server == "b"
+    assert parse(handshake.data)["params"]["capabilities"] == {"sampling": {}}
 
 
 def test_a_failed_server_is_refused_during_its_backoff_and_started_again_after() -> None:

@@ -94,7 +94,8 @@ class Link:
     version: str | None = None
     router: Router | None = None
     state: str = "idle"
-    """idle (not running), starting (spawned, handshake under way), ready, or down (failed)."""
+    """idle (not running), spawned (waiting for the client's initialize), starting (handshake under way),
+    ready, or down (failed)."""
     queued: list[bytes] = field(default_factory=lambda: [])
     failures: int = 0
     retry_at: float = 0.0
@@ -117,6 +118,8 @@ class Gateway:
     stale: frozenset[str] = frozenset()
     """Servers whose manifest is past its TTL: started at launch to refresh it."""
     client_info: dict[str, str] = field(default_factory=lambda: {"name": "lazymcp-gateway", "version": "0"})
+    wait_for_client: bool = True
+    """Hold a started server's handshake until the client's ``initialize``, whose capabilities it passes on."""
     links: dict[str, Link] = field(init=False)
     catalog: Catalog = field(init=False)
     names: Namespace = field(init=False)
@@ -158,11 +161,17 @@ class Gateway:
     @property
     def discovering(self) -> bool:
         """Is a server's first tool list still awaited?"""
-        return any(link.tools is None and link.state in ("starting", "ready") for link in self.links.values())
+        return any(
+            link.tools is None and link.state != "down" and link.router is not None for link in self.links.values()
+        )
 
     def started(self, server: str, now: float) -> list[Action]:
         """The server's process runs: the gateway, as its client, opens the handshake."""
         link = self.links[server]
+        if self.wait_for_client and self._client is None:
+            link.state = "spawned"
+            return []
+        link.state = "starting"
         client: dict[str, Any] = self._client or {}
         capabilities = cast(dict[str, Any], client.get("capabilities") or {})
         params: dict[str, Any] = {
@@ -200,7 +209,12 @@ class Gateway:
             error = jsonrpc.error_line(request_id, ErrorCode.INVALID_PARAMS, "Invalid params: expected an object")
             return [ToClient(error)]
         if method == "initialize":
-            return [ToClient(jsonrpc.result_line(request_id, self._initialize(cast(dict[str, Any], params or {}))))]
+            result = self._initialize(cast(dict[str, Any], params or {}))
+            actions: list[Action] = [ToClient(jsonrpc.result_line(request_id, result))]
+            for name, link in self.links.items():
+                if link.state == "spawned":
+                    actions += self.started(name, now)
+            return actions
         if method == "ping":
             return [ToClient(jsonrpc.result_line(request_id, {}))]
         if method in METHODS:
@@ -297,7 +311,7 @@ class Gateway:
             self._spawn(link)
             link.queued.append(line)
             return [Start(link.entry.name)]
-        if link.state == "starting":
+        if link.state in ("starting", "spawned"):
             link.queued.append(line)
             return []
         return self._through(link, line, now)

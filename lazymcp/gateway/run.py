@@ -208,6 +208,7 @@ async def refresh(launch: Launch) -> int:
     loop = asyncio.get_running_loop()
     store = ManifestStore(cache_dir())
     gateway = build_gateway(replace(launch, refresh=True), store)
+    gateway.wait_for_client = False
 
     def nowhere(line: bytes) -> None:
         pass
