@@ -253,3 +253,26 @@ async def test_a_servers_sampling_request_reaches_the_client_that_caused_it(
             result = await client.call_tool(trigger, {"prompt": "Name a prime number.", "maxTokens": 42})
     assert len(asked) == 1
     assert "Seven." in text(result)
+
+
+@pytest.mark.anyio
+async def test_prompts_are_namespaced_and_resources_reach_the_server_that_listed_them(
+    config: Path, tmp_path: Path
+) -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with Client(gateway(config, tmp_path / "cache"), mode="legacy") as client:
+            prompts = await client.list_prompts()
+            prompt = await client.get_prompt("everything__simple-prompt", {})
+            resources = await client.list_resources()
+            templates = await client.list_resource_templates()
+            static = next(r.uri for r in resources.resources if "static/document" in str(r.uri))
+            read = await client.read_resource(static)
+            dynamic = await client.read_resource("demo://resource/dynamic/text/3")
+            with pytest.raises(MCPError) as unknown:
+                await client.read_resource("nowhere://x")
+    assert "everything__simple-prompt" in [p.name for p in prompts.prompts]
+    assert "simple prompt" in str(prompt.messages[0].content)
+    assert [str(t.uri_template) for t in templates.resource_templates][0].startswith("demo://")
+    assert str(read.contents[0].uri) == str(static)
+    assert "3" in str(dynamic.contents[0].uri)
+    assert unknown.value.code == ErrorCode.INVALID_PARAMS

@@ -9,7 +9,8 @@ import pytest
 
 from lazymcp.cli import main
 from lazymcp.gateway.config import ConfigError, parse_config
-from lazymcp.gateway.core import Gateway, Send, Start, ToClient
+from lazymcp.gateway.core import Gateway
+from lazymcp.gateway.link import Send, Start, ToClient
 from lazymcp.gateway.manifest import Manifest, ManifestStore
 from lazymcp.gateway.namespace import Namespace, check_server_name
 from lazymcp.jsonrpc import parse, request_line

@@ -32,12 +32,14 @@ from typing import Any, cast
 from lazymcp import jsonrpc
 from lazymcp.catalog import Catalog
 from lazymcp.errors import ErrorCode, LazyMCPError
-from lazymcp.gateway.config import ServerEntry, tool_meta
+from lazymcp.gateway.config import ServerEntry
+from lazymcp.gateway.link import Action, Link, Save, Send, Start, Stop, ToClient
 from lazymcp.gateway.manifest import Manifest
+from lazymcp.gateway.merged import DEFAULT_BUDGET, merged_catalog
 from lazymcp.gateway.namespace import Namespace
+from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
+from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
 from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId, id_key
-from lazymcp.messages import Tool
-from lazymcp.metadata import Metadata, ToolMeta
 from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
 from lazymcp.modes import DynamicSession
 from lazymcp.options import Options
@@ -48,59 +50,8 @@ from lazymcp.router import ToServer as RouterToServer
 LATEST = "2025-11-25"
 SUPPORTED = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", LATEST})
 """Protocol versions the gateway's handshake accepts; it answers others with the latest."""
-BACKOFF_FIRST = 1.0
-BACKOFF_MAX = 60.0
 _INIT = "lazymcp-gateway-init"
-
-
-@dataclass(frozen=True, slots=True)
-class ToClient:
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Send:
-    server: str
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Start:
-    server: str
-
-
-@dataclass(frozen=True, slots=True)
-class Stop:
-    server: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Save:
-    server: str
-    tools: tuple[Tool, ...]
-    version: str | None
-
-
-Action = ToClient | Send | Start | Stop | Save
-
-
-@dataclass
-class Link:
-    """One server: its entry, its router while it runs, its last known tools and its faults."""
-
-    entry: ServerEntry
-    tools: tuple[Tool, ...] | None = None
-    version: str | None = None
-    router: Router | None = None
-    state: str = "idle"
-    """idle (not running), spawned (waiting for the client's initialize), starting (handshake under way),
-    ready, or down (failed)."""
-    queued: list[bytes] = field(default_factory=lambda: [])
-    failures: int = 0
-    retry_at: float = 0.0
-    reason: str | None = None
-    seen: Catalog | None = None
+ROUTED = BY_URI | {"prompts/get", "completion/complete"}
 
 
 @dataclass
@@ -114,7 +65,7 @@ class Gateway:
     timeout: float | None = 300.0
     mode: str | None = None
     """``auto``: the describe listing while its stubs fit ``budget`` tokens, the proxy surface beyond."""
-    budget: int = 20_000
+    budget: int = DEFAULT_BUDGET
     stale: frozenset[str] = frozenset()
     """Servers whose manifest is past its TTL: started at launch to refresh it."""
     client_info: dict[str, str] = field(default_factory=lambda: {"name": "lazymcp-gateway", "version": "0"})
@@ -130,6 +81,7 @@ class Gateway:
     _asked_count: int = 0
     _waiting: list[tuple[Message, bytes]] = field(default_factory=lambda: [])  # tools/* before the first lists
     _session: DynamicSession = field(default_factory=DynamicSession)
+    passthrough: Passthrough = field(init=False)
 
     def __post_init__(self) -> None:
         self.names = Namespace(self.separator, prefixed=True)
@@ -141,6 +93,7 @@ class Gateway:
                 link.tools, link.version = manifest.tools, manifest.version
             self.links[entry.name] = link
         self.catalog = self._build()
+        self.passthrough = Passthrough(list(self.links), Namespace(self.separator))
 
     # --- start-up ------------------------------------------------------------------------------
 
@@ -224,9 +177,16 @@ class Gateway:
             return self._tools(message, now)
         if method == "logging/setLevel":
             return [ToClient(jsonrpc.result_line(request_id, {}))]
-        if method in ("resources/list", "resources/templates/list", "prompts/list"):
-            key = {"resources/list": "resources", "prompts/list": "prompts"}.get(method, "resourceTemplates")
-            return [ToClient(jsonrpc.result_line(request_id, {key: []}))]
+        if method in LISTS:
+            return self._gather(request_id, method, cast(dict[str, Any], params or {}), now)
+        if method in ROUTED:
+            routed = self.passthrough.route(method, cast(dict[str, Any], params or {}))
+            if isinstance(routed, str):
+                return [ToClient(jsonrpc.error_line(request_id, ErrorCode.INVALID_PARAMS, routed))]
+            server, routed_params = routed
+            if routed_params != params:
+                line = jsonrpc.request_line(request_id, method, routed_params)
+            return self._call(self.links[server], request_id, line, now)
         error = jsonrpc.error_line(request_id, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
         return [ToClient(error)]
 
@@ -236,7 +196,13 @@ class Gateway:
         version = params.get("protocolVersion")
         result = {
             "protocolVersion": version if version in SUPPORTED else LATEST,
-            "capabilities": {"tools": {"listChanged": True}},
+            "capabilities": {
+                "tools": {"listChanged": True},
+                "prompts": {"listChanged": True},
+                "resources": {"subscribe": True, "listChanged": True},
+                "completions": {},
+                "logging": {},
+            },
             "serverInfo": self.client_info,
             "instructions": self._instructions(),
         }
@@ -304,7 +270,7 @@ class Gateway:
         )
 
     def _call(self, link: Link, request_id: RequestId, line: bytes, now: float) -> list[Action]:
-        if link.state == "down" and now < link.retry_at:
+        if link.refused(now):
             return [ToClient(self._unavailable(link, request_id))]
         self._owners[id_key(request_id)] = link.entry.name
         if link.state in ("idle", "down"):
@@ -315,6 +281,20 @@ class Gateway:
             link.queued.append(line)
             return []
         return self._through(link, line, now)
+
+    def _gather(self, request_id: RequestId, method: str, params: dict[str, Any], now: float) -> list[Action]:
+        """A list every server answers a part of: asked of each, answered when all parts are in."""
+        if not self.links:
+            return [ToClient(jsonrpc.result_line(request_id, {LISTS[method]: []}))]
+        actions: list[Action] = []
+        for server, own, line in self.passthrough.begin(request_id, method, params):
+            link = self.links[server]
+            if link.refused(now):
+                answer = self.passthrough.part(server, {"id": own})
+                actions += [ToClient(answer)] if answer is not None else []
+            else:
+                actions += self._call(link, own, line, now)
+        return actions
 
     def _unavailable(self, link: Link, request_id: RequestId) -> bytes:
         reason = link.reason or "not running"
@@ -356,6 +336,9 @@ class Gateway:
             if request_id == _INIT:
                 return self._handshake(link, message, now)
             self._owners.pop(id_key(request_id), None)
+            if isinstance(request_id, str) and request_id.startswith(GATHER_PREFIX):
+                answer = self.passthrough.part(link.entry.name, message)
+                return [ToClient(answer)] if answer is not None else []
             return [ToClient(data)]
         if "id" in message:  # a request to the client: sampling, elicitation, roots, ping
             self._asked_count += 1
@@ -391,11 +374,7 @@ class Gateway:
         self.catalog = self._build()
         if self.catalog.version != before and self._client is not None:
             actions.append(ToClient(jsonrpc.notification_line("notifications/tools/list_changed")))
-        if not self.discovering:
-            waiting, self._waiting = self._waiting, []
-            for message, _ in waiting:
-                actions += self._tools(message, now)
-        return actions
+        return actions + self._release_waiting(now)
 
     # --- faults --------------------------------------------------------------------------------
 
@@ -410,18 +389,21 @@ class Gateway:
             for failure in link.router.upstream_failed(reason):
                 if isinstance(failure, RouterToClient):
                     actions += self._to_client(link, failure.data, now)
-        link.router, link.state, link.reason = None, "down", reason
-        link.failures += 1
-        link.retry_at = now + min(BACKOFF_FIRST * 2 ** (link.failures - 1), BACKOFF_MAX)
+        link.failed(reason, now)
         for request_id in owed:
             self._owners.pop(id_key(request_id), None)
-            actions.append(ToClient(self._unavailable(link, request_id)))
+            if isinstance(request_id, str) and request_id.startswith(GATHER_PREFIX):
+                answer = self.passthrough.part(name, {"id": request_id})
+                actions += [ToClient(answer)] if answer is not None else []
+            else:
+                actions.append(ToClient(self._unavailable(link, request_id)))
         if link.tools is None:
             link.tools = ()  # no list to show for it: the others are not kept waiting
-            actions += self._new_tools_after_failure(now)
+            actions += self._release_waiting(now)
         return actions
 
-    def _new_tools_after_failure(self, now: float) -> list[Action]:
+    def _release_waiting(self, now: float) -> list[Action]:
+        """Answer the ``tools/*`` requests that waited for the first lists, once none is awaited."""
         if self.discovering:
             return []
         waiting, self._waiting = self._waiting, []
@@ -442,31 +424,5 @@ class Gateway:
 
     def _build(self) -> Catalog:
         self.names = Namespace(self.separator, prefixed=True)
-        tools: list[Tool] = []
-        declared: dict[str, ToolMeta] = {}
-        categories: dict[str, str] = {}
-        core: list[str] = []
-        for name, link in self.links.items():
-            entry = link.entry
-            category = entry.category or name
-            categories[category] = entry.description or f"The tools of the {name} server."
-            if not entry.defer:
-                core.append(category)
-            originals = [tool["name"] for tool in link.tools or ()]
-            for tool, gateway_name in zip(link.tools or (), self.names.add(name, originals), strict=True):
-                tools.append(cast(Tool, {**tool, "name": gateway_name}))
-                declared[gateway_name] = ToolMeta(category=category)
-            declared.update(tool_meta(entry, lambda original, server=name: self.names.name(server, original)))
-        metadata = Metadata(declared, categories, source="gateway configuration")
-        options = replace(self.options, metadata=metadata, core_tools=tuple(core) or self.options.core_tools)
-        if self.mode == "auto":
-            options = replace(options, mode=self._auto_mode(tools, options, bool(core)))
-        return Catalog.build(tools, options)
-
-    def _auto_mode(self, tools: list[Tool], options: Options, core: bool) -> Any:
-        from lazymcp.tokens import Size
-
-        listing = Catalog.build(tools, replace(options, mode="describe")).listing("stock", "summary")
-        if Size.of(listing).tokens <= self.budget:
-            return "describe"
-        return "core" if core else "proxy"
+        servers = [(link.entry, link.tools or ()) for link in self.links.values()]
+        return merged_catalog(servers, self.options, self.names, auto=self.mode == "auto", budget=self.budget)

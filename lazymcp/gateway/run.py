@@ -15,8 +15,10 @@ from typing import Any
 
 from lazymcp.errors import UpstreamError
 from lazymcp.gateway.config import ConfigError, GatewayConfig, ServerEntry, load_config
-from lazymcp.gateway.core import Action, Gateway, Save, Send, Start, Stop, ToClient
+from lazymcp.gateway.core import Gateway
+from lazymcp.gateway.link import Action, Save, Send, Start, Stop, ToClient
 from lazymcp.gateway.manifest import DEFAULT_TTL, Manifest, ManifestStore, cache_dir
+from lazymcp.gateway.merged import DEFAULT_BUDGET
 from lazymcp.gateway.namespace import check_separator, check_server_name
 from lazymcp.options import Options
 from lazymcp.proxy import EXPIRE_EVERY, ProcessUpstream, Upstream, _Lines  # pyright: ignore[reportPrivateUsage]
@@ -163,7 +165,7 @@ def build_gateway(launch: Launch, store: ManifestStore | None) -> Gateway:
             separator=config.separator,
             timeout=launch.timeout,
             mode=launch.mode or config.mode or "auto",
-            budget=launch.budget or config.budget or 20_000,
+            budget=launch.budget or config.budget or DEFAULT_BUDGET,
             stale=stale,
             client_info={"name": "lazymcp-gateway", "version": __version__},
         )
