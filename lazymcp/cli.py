@@ -97,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from lazymcp.gateway.cli import add_gateway_parser
 
-    add_gateway_parser(commands, lambda parser: _add_listing_options(parser, skip=("mode",)))
+    add_gateway_parser(commands, lambda parser: _add_listing_options(parser, skip=("mode",)), _host_port)
 
     stats = commands.add_parser(
         "stats",

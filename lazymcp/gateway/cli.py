@@ -6,6 +6,7 @@ import argparse
 import os
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, cast
 
 from lazymcp.messages import MODES, Mode
@@ -14,7 +15,11 @@ from lazymcp.options import Options
 GATEWAY_MODES = ("auto", *MODES)
 
 
-def add_gateway_parser(commands: Any, add_listing_options: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_gateway_parser(
+    commands: Any,
+    add_listing_options: Callable[[argparse.ArgumentParser], None],
+    host_port: Callable[[str], tuple[str, int]],
+) -> None:
     """Add ``lazymcp gateway --config FILE`` to the command line's subcommands."""
     gateway = commands.add_parser(
         "gateway",
@@ -30,6 +35,13 @@ def add_gateway_parser(commands: Any, add_listing_options: Callable[[argparse.Ar
         choices=GATEWAY_MODES,
         default=None,
         help="auto (default): the describe listing while its stubs fit --budget, the proxy surface beyond",
+    )
+    gateway.add_argument("--http", metavar="HOST:PORT", type=host_port, help="serve clients streamable HTTP at /mcp")
+    gateway.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="with --http: the bearer token every request must carry (else env LAZYMCP_GATEWAY_TOKEN); "
+        "required off loopback",
     )
     gateway.add_argument("--budget", type=int, default=None, metavar="TOKENS", help="auto mode's budget (20000)")
     gateway.add_argument(
@@ -59,6 +71,8 @@ def run(args: argparse.Namespace, options: Options) -> int:
             timeout=args.timeout or None,
             eager=args.eager_start,
             refresh=args.refresh,
+            http=args.http,
+            token=_token(args.token_file),
         )
     except KeyboardInterrupt:
         return 130
@@ -74,3 +88,22 @@ def stats(path: str, options: Options) -> int:
         say("; ".join(config.warnings))
     print(render(measure(Launch(config, options))))  # noqa: T201
     return 0
+
+
+def _token(path: str | None) -> str | None:
+    """The bearer token from ``--token-file``, else ``LAZYMCP_GATEWAY_TOKEN``, else None.
+
+    Raises:
+        ConfigError: the file cannot be read or holds no token.
+    """
+    from lazymcp.gateway.config import ConfigError
+
+    if path is None:
+        return os.environ.get("LAZYMCP_GATEWAY_TOKEN") or None
+    try:
+        token = Path(path).read_text().strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the token file {path!r}: {exc.strerror or exc}") from None
+    if not token:
+        raise ConfigError(f"the token file {path!r} is empty")
+    return token

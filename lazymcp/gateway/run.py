@@ -233,7 +233,9 @@ async def refresh(launch: Launch) -> int:
     return 1 if failed else 0
 
 
-def run_gateway(path: str, options: Options, **choices: Any) -> int:
+def run_gateway(
+    path: str, options: Options, *, http: tuple[str, int] | None = None, token: str | None = None, **choices: Any
+) -> int:
     """``lazymcp gateway --config FILE``: returns the exit status.
 
     Raises:
@@ -245,4 +247,8 @@ def run_gateway(path: str, options: Options, **choices: Any) -> int:
     launch = Launch(config, options, **choices)
     if launch.refresh:
         return asyncio.run(refresh(launch))
+    if http is not None:
+        from lazymcp.gateway.http import serve_http
+
+        return serve_http(launch, http, token)
     return asyncio.run(serve_stdio(launch))
