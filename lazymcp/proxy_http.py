@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -59,14 +59,22 @@ IDLE_SECONDS = 30 * 60
 class HttpUpstream:
     """A streamable-HTTP server, through the SDK's client transport."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, headers: Mapping[str, str] | None = None) -> None:
         self.url = url
+        self.headers = dict(headers or {})
+        """Sent with every request (a gateway entry's ``headers``: credentials, usually)."""
         self._stack = AsyncExitStack()
         self._outbox: MemoryObjectSendStream[bytes] | None = None
         self._legacy_version: str | None = None
 
     async def start(self, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
-        read, write = await self._stack.enter_async_context(streamable_http_client(self.url))
+        client = None
+        if self.headers:  # the timeouts the SDK's own client has: a response stream may stay open
+            import httpx2
+
+            timeout = httpx2.Timeout(30.0, read=300.0)
+            client = await self._stack.enter_async_context(httpx2.AsyncClient(headers=self.headers, timeout=timeout))
+        read, write = await self._stack.enter_async_context(streamable_http_client(self.url, http_client=client))
         outbox, pending = anyio.create_memory_object_stream[bytes](math.inf)
         self._outbox = outbox
         group = await self._stack.enter_async_context(anyio.create_task_group())

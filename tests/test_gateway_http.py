@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from lazymcp.cli import main
@@ -68,3 +69,31 @@ def test_listening_off_loopback_without_a_token_is_refused(
     config.write_text(json.dumps({"mcpServers": {}}))
     assert main(["gateway", "--config", str(config), "--http", "0.0.0.0:9"]) == 2
     assert "without a token" in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_a_remote_entry_sends_its_headers_with_variables_from_the_environment(
+    everything_command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A team's gateway (over HTTP, with a token) as a remote server of a user's gateway (over stdio)."""
+    team_config = tmp_path / "team.json"
+    server = {"command": everything_command[0], "args": everything_command[1:]}
+    team_config.write_text(json.dumps({"mcpServers": {"everything": server}}))
+    monkeypatch.setenv("LAZYMCP_GATEWAY_TOKEN", TOKEN)
+    port = free_port()
+    team = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(team_config), "--http", f"127.0.0.1:{port}"]
+    async with listening(team, port) as url:
+        monkeypatch.delenv("LAZYMCP_GATEWAY_TOKEN")
+        mine = tmp_path / "mine.json"
+        remote = {"type": "http", "url": url, "headers": {"Authorization": "Bearer ${TEAM_TOKEN}"}}
+        mine.write_text(json.dumps({"mcpServers": {"team": remote}, "lazymcp": {"mode": "eager"}}))
+        env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "TEAM_TOKEN": TOKEN}
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "lazymcp", "gateway", "--config", str(mine)], env={**os.environ, **env}
+        )
+        with anyio.fail_after(60):
+            async with Client(params, mode="legacy") as client:
+                listing = await client.list_tools()
+                echoed = await client.call_tool("team__everything__echo", {"message": "via the team"})
+    assert "team__everything__echo" in [tool.name for tool in listing.tools]
+    assert "via the team" in str(echoed.content[0])

@@ -33,7 +33,7 @@ def upstream_of(entry: ServerEntry) -> Upstream:
     if entry.url is not None:
         from lazymcp.proxy_http import HttpUpstream
 
-        return HttpUpstream(entry.url)
+        return HttpUpstream(entry.url, entry.headers)
     return ProcessUpstream(entry.command, entry.env, entry.cwd)
 
 
