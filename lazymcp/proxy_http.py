@@ -132,6 +132,32 @@ def upstream_factory(upstream: Sequence[str] | str) -> Callable[[], Upstream]:
     return lambda: ProcessUpstream(upstream)
 
 
+def deliver(waiting: dict[tuple[str, object], asyncio.Future[bytes]], message: jsonrpc.Message, line: bytes) -> bool:
+    """Hand an answer to the HTTP request waiting for it; False when it is not an answer anyone awaits."""
+    if "method" in message:
+        return False
+    waiter = waiting.pop(jsonrpc.id_key(message.get("id")), None)
+    if waiter is None or waiter.done():
+        return False
+    waiter.set_result(line)
+    return True
+
+
+def refusal(request: Request, *, loopback: bool) -> Response | None:
+    """Why a request is refused, or None: on a ``loopback`` listener, another host or a foreign origin
+    (DNS rebinding, cross-site requests); anywhere, a POST that is not ``application/json``."""
+    if loopback:
+        if (request.url.hostname or "") not in LOOPBACK:
+            return Response("Forbidden host", status_code=421)
+        origin = request.headers.get("origin")
+        if origin is not None and urlsplit(origin).hostname not in LOOPBACK:
+            return Response("Invalid Origin header", status_code=403)
+    content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if request.method == "POST" and content_type != "application/json":
+        return Response("Invalid Content-Type header: expected application/json", status_code=400)
+    return None
+
+
 class HttpClientSide:
     """One session of HTTP clients behind one router: answers matched to the requests waiting for them."""
 
@@ -146,11 +172,8 @@ class HttpClientSide:
 
     def _to_client(self, line: bytes) -> None:
         message = jsonrpc.parse(line)
-        if "method" not in message:
-            waiter = self.waiting.pop(jsonrpc.id_key(message.get("id")), None)
-            if waiter is not None and not waiter.done():
-                waiter.set_result(line)
-                return
+        if deliver(self.waiting, message, line):
+            return
         stream = self.listens.get(jsonrpc.params_meta(message).get(SUBSCRIPTION_ID_KEY))
         (stream if stream is not None else self.events).put_nowait(line)
 
@@ -203,17 +226,11 @@ class HttpFront:
         return side
 
     async def endpoint(self, request: Request) -> Response:
-        if self.check_host:
-            if (request.url.hostname or "") not in LOOPBACK:
-                return Response("Forbidden host", status_code=421)
-            origin = request.headers.get("origin")
-            if origin is not None and urlsplit(origin).hostname not in LOOPBACK:
-                return Response("Invalid Origin header", status_code=403)
+        refused = refusal(request, loopback=self.check_host)
+        if refused is not None:
+            return refused
         await self._reap_idle()
         if request.method == "POST":
-            content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-            if content_type != "application/json":
-                return Response("Invalid Content-Type header: expected application/json", status_code=400)
             return await self._post(request)
         side = self.sessions.get(request.headers.get(SESSION_HEADER, ""))
         if side is None:

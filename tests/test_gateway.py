@@ -26,7 +26,7 @@ from lazymcp.cli import main
 from lazymcp.client import LazyClient
 from lazymcp.errors import ErrorCode
 
-from .conftest import NPM_CACHE, ROOT
+from .conftest import NPM_CACHE, ROOT, npm_install
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -48,22 +48,7 @@ def node_servers(everything_command: list[str]) -> dict[str, list[str]]:
     scope = NPM_CACHE / "node_modules" / "@modelcontextprotocol"
     entries = {name: scope / f"server-{name}" / "dist" / "index.js" for name in ("memory", "filesystem")}
     if not all(entry.exists() for entry in entries.values()):
-        done = subprocess.run(
-            [
-                "npm",
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-                "--prefix",
-                str(NPM_CACHE),
-                *NPM_PACKAGES,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr
+        npm_install(*NPM_PACKAGES)
     node = everything_command[0]
     return {"everything": everything_command, **{name: [node, str(entry)] for name, entry in entries.items()}}
 

@@ -44,7 +44,6 @@ from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, d
 from lazymcp.modes import DynamicSession
 from lazymcp.options import Options
 from lazymcp.router import Fail, Router
-from lazymcp.router import ToClient as RouterToClient
 from lazymcp.router import ToServer as RouterToServer
 
 LATEST = "2025-11-25"
@@ -314,7 +313,7 @@ class Gateway:
         assert link.router is not None
         return self._relay(link, link.router.from_client(line, now), now)
 
-    def _relay(self, link: Link, actions: Sequence[RouterToClient | RouterToServer | Fail], now: float) -> list[Action]:
+    def _relay(self, link: Link, actions: Sequence[ToClient | RouterToServer | Fail], now: float) -> list[Action]:
         """A router's actions as the gateway's: its answers and requests to the client, mapped."""
         out: list[Action] = []
         for action in actions:
@@ -387,7 +386,7 @@ class Gateway:
         link.queued = []
         if link.router is not None:
             for failure in link.router.upstream_failed(reason):
-                if isinstance(failure, RouterToClient):
+                if isinstance(failure, ToClient):
                     actions += self._to_client(link, failure.data, now)
         link.failed(reason, now)
         for request_id in owed:

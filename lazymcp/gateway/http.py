@@ -16,7 +16,6 @@ import hmac
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 from uuid import uuid4
 
 from starlette.applications import Starlette
@@ -28,7 +27,7 @@ from lazymcp import jsonrpc
 from lazymcp.gateway.config import ConfigError
 from lazymcp.gateway.manifest import ManifestStore, cache_dir
 from lazymcp.gateway.run import GatewayIO, Launch, build_gateway
-from lazymcp.proxy_http import IDLE_SECONDS, LOOPBACK, SESSION_HEADER
+from lazymcp.proxy_http import IDLE_SECONDS, LOOPBACK, SESSION_HEADER, deliver, refusal
 from lazymcp.proxy_http import _error as error_response  # pyright: ignore[reportPrivateUsage]
 from lazymcp.proxy_http import _event_stream as event_stream  # pyright: ignore[reportPrivateUsage]
 
@@ -49,13 +48,8 @@ class GatewaySession:
         self.io.expire()
 
     def _to_client(self, line: bytes) -> None:
-        message = jsonrpc.parse(line)
-        if "method" not in message:
-            waiter = self.waiting.pop(jsonrpc.id_key(message.get("id")), None)
-            if waiter is not None and not waiter.done():
-                waiter.set_result(line)
-                return
-        self.events.put_nowait(line)
+        if not deliver(self.waiting, jsonrpc.parse(line), line):
+            self.events.put_nowait(line)
 
     def from_client(self, line: bytes) -> None:
         self.last_seen = self.io.now()
@@ -93,13 +87,7 @@ class GatewayFront:
     def _refused(self, request: Request) -> Response | None:
         if self.token is not None and not authorized(request.headers.get("authorization"), self.token):
             return Response("Unauthorized", status_code=401, headers={"WWW-Authenticate": 'Bearer realm="lazymcp"'})
-        if self.check_host:
-            if (request.url.hostname or "") not in LOOPBACK:
-                return Response("Forbidden host", status_code=421)
-            origin = request.headers.get("origin")
-            if origin is not None and urlsplit(origin).hostname not in LOOPBACK:
-                return Response("Invalid Origin header", status_code=403)
-        return None
+        return refusal(request, loopback=self.check_host)
 
     async def endpoint(self, request: Request) -> Response:
         refused = self._refused(request)
@@ -107,9 +95,6 @@ class GatewayFront:
             return refused
         await self._reap_idle()
         if request.method == "POST":
-            content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-            if content_type != "application/json":
-                return Response("Invalid Content-Type header: expected application/json", status_code=400)
             return await self._post(request)
         session_id = request.headers.get(SESSION_HEADER, "")
         session = self.sessions.get(session_id)

@@ -1,4 +1,6 @@
-"""The gateway's vocabulary: the actions its core returns, and ``Link``, one server as the core sees it."""
+"""The gateway's vocabulary: the actions its core returns, and ``Link``, one server as the core sees it.
+
+``ToClient`` is the router's own: bytes for the client, whichever core decided it."""
 
 from __future__ import annotations
 
@@ -7,16 +9,13 @@ from dataclasses import dataclass, field
 from lazymcp.catalog import Catalog
 from lazymcp.gateway.config import ServerEntry
 from lazymcp.messages import Tool
-from lazymcp.router import Router
+from lazymcp.router import Router, ToClient
 
 BACKOFF_FIRST = 1.0
 """Seconds a failed server is refused before the next call starts it again; doubled per failure in a row."""
 BACKOFF_MAX = 60.0
 
-
-@dataclass(frozen=True, slots=True)
-class ToClient:
-    data: bytes
+__all__ = ["Action", "Link", "Save", "Send", "Start", "Stop", "ToClient"]
 
 
 @dataclass(frozen=True, slots=True)
