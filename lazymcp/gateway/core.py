@@ -39,7 +39,7 @@ from lazymcp.gateway.merged import DEFAULT_BUDGET, merged_catalog
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
-from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId, id_key
+from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId
 from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
 from lazymcp.modes import DynamicSession
 from lazymcp.options import Options
@@ -75,7 +75,6 @@ class Gateway:
     names: Namespace = field(init=False)
     _client: dict[str, Any] | None = None  # the client's initialize params
     _declared: bool = False
-    _owners: dict[tuple[str, object], str] = field(default_factory=lambda: {})  # client request -> server
     _asked: dict[str, tuple[str, RequestId]] = field(default_factory=lambda: {})  # gateway id -> server, its id
     _asked_count: int = 0
     _waiting: list[tuple[Message, bytes]] = field(default_factory=lambda: [])  # tools/* before the first lists
@@ -183,9 +182,9 @@ class Gateway:
             if isinstance(routed, str):
                 return [ToClient(jsonrpc.error_line(request_id, ErrorCode.INVALID_PARAMS, routed))]
             server, routed_params = routed
-            if routed_params != params:
-                line = jsonrpc.request_line(request_id, method, routed_params)
-            return self._call(self.links[server], request_id, line, now)
+            if routed_params == params:
+                return self._call(self.links[server], message, now, line)  # as it came
+            return self._call(self.links[server], {**message, "params": routed_params}, now)
         error = jsonrpc.error_line(request_id, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
         return [ToClient(error)]
 
@@ -218,9 +217,10 @@ class Gateway:
         method = message.get("method")
         params = cast(dict[str, Any], message.get("params") or {})
         if method == "notifications/cancelled":
-            owner = self._owners.get(id_key(params.get("requestId")))
-            link = self.links.get(owner) if owner else None
-            return self._through(link, jsonrpc.encode(message), now) if link and link.router else []
+            for link in self.links.values():
+                if link.router is not None and link.router.owes(params.get("requestId")):
+                    return self._through(link, jsonrpc.encode(message), now)
+            return []
         if method in ("notifications/roots/list_changed", "notifications/progress"):
             actions: list[Action] = []
             for link in self.links.values():
@@ -264,35 +264,32 @@ class Gateway:
         call_params = {**params, "name": original}
         if arguments is not None:
             call_params["arguments"] = arguments
-        return self._call(
-            self.links[server], request_id, jsonrpc.request_line(request_id, "tools/call", call_params), now
-        )
+        return self._call(self.links[server], {**message, "params": call_params}, now)
 
-    def _call(self, link: Link, request_id: RequestId, line: bytes, now: float) -> list[Action]:
+    def _call(self, link: Link, message: Message, now: float, line: bytes | None = None) -> list[Action]:
+        """Send a request the gateway has decided to its server (``line``: its bytes as they came)."""
         if link.refused(now):
-            return [ToClient(self._unavailable(link, request_id))]
-        self._owners[id_key(request_id)] = link.entry.name
-        if link.state in ("idle", "down"):
-            self._spawn(link)
-            link.queued.append(line)
-            return [Start(link.entry.name)]
-        if link.state in ("starting", "spawned"):
-            link.queued.append(line)
-            return []
-        return self._through(link, line, now)
+            return [ToClient(self._unavailable(link, message["id"]))]
+        if link.state == "ready" and link.router is not None:
+            return self._relay(link, link.router.forward(message, line, now), now)
+        starting = link.state in ("idle", "down")
+        if starting:
+            self._spawn(link)  # a new router, and a new queue
+        link.queued.append(line or jsonrpc.encode(message))
+        return [Start(link.entry.name)] if starting else []
 
     def _gather(self, request_id: RequestId, method: str, params: dict[str, Any], now: float) -> list[Action]:
         """A list every server answers a part of: asked of each, answered when all parts are in."""
         if not self.links:
             return [ToClient(jsonrpc.result_line(request_id, {LISTS[method]: []}))]
         actions: list[Action] = []
-        for server, own, line in self.passthrough.begin(request_id, method, params):
+        for server, request in self.passthrough.begin(request_id, method, params):
             link = self.links[server]
             if link.refused(now):
-                answer = self.passthrough.part(server, {"id": own})
+                answer = self.passthrough.part(server, {"id": request["id"]})
                 actions += [ToClient(answer)] if answer is not None else []
             else:
-                actions += self._call(link, own, line, now)
+                actions += self._call(link, request, now)
         return actions
 
     def _unavailable(self, link: Link, request_id: RequestId) -> bytes:
@@ -328,13 +325,14 @@ class Gateway:
         return out
 
     def _to_client(self, link: Link, data: bytes, now: float) -> list[Action]:
+        if b'"method"' not in data and b"lazymcp-gateway-" not in data:
+            return [ToClient(data)]  # the answer to a client request: as it came (the router checked it)
         message = jsonrpc.parse(data)
         method = message.get("method")
         if method is None:
             request_id = message.get("id")
             if request_id == _INIT:
                 return self._handshake(link, message, now)
-            self._owners.pop(id_key(request_id), None)
             if isinstance(request_id, str) and request_id.startswith(GATHER_PREFIX):
                 answer = self.passthrough.part(link.entry.name, message)
                 return [ToClient(answer)] if answer is not None else []
@@ -390,7 +388,6 @@ class Gateway:
                     actions += self._to_client(link, failure.data, now)
         link.failed(reason, now)
         for request_id in owed:
-            self._owners.pop(id_key(request_id), None)
             if isinstance(request_id, str) and request_id.startswith(GATHER_PREFIX):
                 answer = self.passthrough.part(name, {"id": request_id})
                 actions += [ToClient(answer)] if answer is not None else []

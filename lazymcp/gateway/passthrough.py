@@ -50,13 +50,13 @@ class Passthrough:
     gathers: dict[str, Gather] = field(default_factory=lambda: {})
     count: int = 0
 
-    def begin(self, request_id: RequestId, method: str, params: Mapping[str, Any]) -> list[tuple[str, str, bytes]]:
-        """The request each server gets for a client's list request: (server, its id, its line)."""
+    def begin(self, request_id: RequestId, method: str, params: Mapping[str, Any]) -> list[tuple[str, Message]]:
+        """The request each server gets for a client's list request: (server, request)."""
         self.count += 1
         key = f"{PREFIX}{self.count}-"
         self.gathers[key] = Gather(request_id, method, set(self.servers))
         plain = {k: v for k, v in params.items() if k != "cursor"}  # one page of each server
-        return [(s, f"{key}{s}", jsonrpc.request_line(f"{key}{s}", method, plain)) for s in self.servers]
+        return [(s, {"jsonrpc": "2.0", "id": f"{key}{s}", "method": method, "params": plain}) for s in self.servers]
 
     def part(self, server: str, message: Message) -> bytes | None:
         """Take a server's part (or failure); the client's answer once every part is in."""
