@@ -13,7 +13,7 @@ from lazymcp.gateway.core import Gateway
 from lazymcp.gateway.link import Send, Start, ToClient
 from lazymcp.gateway.manifest import Manifest, ManifestStore
 from lazymcp.gateway.namespace import Namespace, check_server_name
-from lazymcp.jsonrpc import parse, request_line
+from lazymcp.jsonrpc import notification_line, parse, request_line, result_line
 
 
 def test_claude_desktop_and_vscode_files_read_to_the_same_servers() -> None:
@@ -166,3 +166,26 @@ def test_auto_mode_lists_stubs_within_the_budget_and_the_proxy_surface_beyond() 
 
     assert len(listed(100_000)) == 2 + 40
     assert listed(100) == ["list_tool_categories", "search_tools", "describe_tools", "invoke_tool"]
+
+
+def test_a_cancellation_reaches_the_server_running_the_call() -> None:
+    config = parse_config({"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}}})
+    tool = {"name": "slow", "inputSchema": {"type": "object"}}
+    gateway = Gateway(config.servers, manifests={n: Manifest((tool,), 0.0) for n in ("a", "b")}, mode="describe")
+    hello: dict[str, Any] = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c"}}
+    gateway.from_client(request_line(0, "initialize", hello), 0.0)
+    assert gateway.from_client(request_line(7, "tools/call", {"name": "b__slow", "arguments": {}}), 0.0) == [Start("b")]
+    [init] = gateway.started("b", 0.0)
+    assert isinstance(init, Send)
+    answer: dict[str, Any] = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "b", "version": "1"},
+    }
+    sent = gateway.from_server("b", result_line(parse(init.data)["id"], answer), 0.0)
+    [fetch] = [parse(a.data) for a in sent if isinstance(a, Send) and b"tools/list" in a.data]
+    sent = gateway.from_server("b", result_line(fetch["id"], {"tools": [dict(tool)]}), 0.0)
+    assert [parse(a.data)["params"]["name"] for a in sent if isinstance(a, Send)] == ["slow"]
+    cancel = notification_line("notifications/cancelled", {"requestId": 7})
+    assert gateway.from_client(cancel, 0.0) == [Send("b", cancel)]
+    assert gateway.from_client(notification_line("notifications/cancelled", {"requestId": 8}), 0.0) == []
