@@ -23,7 +23,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from lazymcp.cli import main
-from lazymcp.client import LazyClient
+from lazymcp.client import LazyClient, raw_request
 from lazymcp.errors import ErrorCode
 
 from .conftest import NPM_CACHE, ROOT, npm_install
@@ -184,11 +184,13 @@ async def test_a_server_killed_mid_session_fails_alone(config: Path, tmp_path: P
                 await client.call_tool("memory__read_graph", {})
             others = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
             listing = await client.list_tools()
+            described = await raw_request(client.session, "tools/describe", {"name": "memory__read_graph"})
     assert not before.is_error
     assert failed.value.code == ErrorCode.UPSTREAM_ERROR
     assert "server 'memory'" in failed.value.message
     assert not others.is_error
     assert "memory__read_graph" in [tool.name for tool in listing.tools]
+    assert "server 'memory'" in described["tool"]["_meta"]["io.lazymcp/gateway"]["unavailable"]
 
 
 def test_stats_of_a_config_prints_every_server_and_both_totals(

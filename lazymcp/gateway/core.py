@@ -40,6 +40,7 @@ from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
 from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId
+from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH
 from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
 from lazymcp.modes import DynamicSession
 from lazymcp.options import Options
@@ -50,6 +51,8 @@ LATEST = "2025-11-25"
 SUPPORTED = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", LATEST})
 """Protocol versions the gateway's handshake accepts; it answers others with the latest."""
 _INIT = "lazymcp-gateway-init"
+GATEWAY_META = "io.lazymcp/gateway"
+"""The ``_meta`` key under which a described tool of a failed server carries ``{"unavailable": reason}``."""
 ROUTED = BY_URI | {"prompts/get", "completion/complete"}
 
 
@@ -250,7 +253,10 @@ class Gateway:
         except LazyMCPError as exc:
             return [ToClient(jsonrpc.error_from(request_id, exc))]
         if isinstance(outcome, Answer):
-            answer = ToClient(jsonrpc.result_line(request_id, outcome.result))
+            result = outcome.result
+            if message["method"] in (DESCRIBE, DESCRIBE_BATCH):
+                result = self._marked(result)
+            answer = ToClient(jsonrpc.result_line(request_id, result))
             if outcome.changed:
                 return [ToClient(jsonrpc.notification_line("notifications/tools/list_changed")), answer]
             return [answer]
@@ -265,6 +271,22 @@ class Gateway:
         if arguments is not None:
             call_params["arguments"] = arguments
         return self._call(self.links[server], {**message, "params": call_params}, now)
+
+    def _marked(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A describe result whose tools of a failed server say so in ``_meta`` (they stay listed)."""
+        down = {name: link.reason for name, link in self.links.items() if link.state == "down"}
+        if not down:
+            return result
+
+        def mark(tool: dict[str, Any]) -> dict[str, Any]:
+            owner = self.names.owner(tool["name"])
+            if owner is None or owner[0] not in down:
+                return tool
+            return {**tool, "_meta": {**(tool.get("_meta") or {}), GATEWAY_META: {"unavailable": down[owner[0]]}}}
+
+        if "tool" in result:
+            return {**result, "tool": mark(result["tool"])}
+        return {**result, "tools": [mark(tool) for tool in result["tools"]]}
 
     def _call(self, link: Link, message: Message, now: float, line: bytes | None = None) -> list[Action]:
         """Send a request the gateway has decided to its server (``line``: its bytes as they came)."""

@@ -53,7 +53,7 @@ class GatewaySession:
 
     def from_client(self, line: bytes) -> None:
         self.last_seen = self.io.now()
-        self.io.carry_out(self.gateway.from_client(line, self.io.now()))
+        self.io.from_client(line)
 
 
 def authorized(header: str | None, token: str) -> bool:

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lazymcp.errors import UpstreamError
+from lazymcp import jsonrpc
+from lazymcp.errors import ErrorCode, UpstreamError
 from lazymcp.gateway.config import ConfigError, GatewayConfig, ServerEntry, load_config
 from lazymcp.gateway.core import Gateway
 from lazymcp.gateway.link import Action, Save, Send, Start, Stop, ToClient
@@ -21,7 +22,7 @@ from lazymcp.gateway.manifest import DEFAULT_TTL, Manifest, ManifestStore, cache
 from lazymcp.gateway.merged import DEFAULT_BUDGET
 from lazymcp.gateway.namespace import check_separator, check_server_name
 from lazymcp.options import Options
-from lazymcp.proxy import EXPIRE_EVERY, ProcessUpstream, Upstream, _Lines  # pyright: ignore[reportPrivateUsage]
+from lazymcp.proxy import EXPIRE_EVERY, ProcessUpstream, Upstream, _id_of, _Lines  # pyright: ignore[reportPrivateUsage]
 
 
 def say(message: str) -> None:
@@ -51,6 +52,24 @@ class GatewayIO:
 
     def now(self) -> float:
         return self.loop.time()
+
+    def from_client(self, line: bytes) -> None:
+        try:
+            actions = self.gateway.from_client(line, self.now())
+        except Exception as exc:  # a bug must cost one request, never the session
+            say(f"internal error on a client message: {exc!r}")
+            actions: list[Action] = [
+                ToClient(jsonrpc.error_line(_id_of(line), ErrorCode.INTERNAL_ERROR, "Internal error"))
+            ]
+        self.carry_out(actions)
+
+    def from_server(self, server: str, line: bytes) -> None:
+        try:
+            actions = self.gateway.from_server(server, line, self.now())
+        except Exception as exc:
+            say(f"internal error on a message of server {server!r}: {exc!r}")
+            return
+        self.carry_out(actions)
 
     def carry_out(self, actions: list[Action]) -> None:
         for action in actions:
@@ -88,7 +107,7 @@ class GatewayIO:
 
         def on_line(line: bytes) -> None:
             if self.upstreams.get(server) is upstream:
-                self.carry_out(self.gateway.from_server(server, line, self.now()))
+                self.from_server(server, line)
 
         def on_gone(reason: str) -> None:
             if self.upstreams.get(server) is upstream:
@@ -192,7 +211,7 @@ async def serve_stdio(launch: Launch, stdin: Any = None, stdout: Any = None) -> 
             done.set_result(0)
 
     client_in, _ = await loop.connect_read_pipe(
-        lambda: _Lines(lambda line: io.carry_out(gateway.from_client(line, io.now())), client_gone),
+        lambda: _Lines(io.from_client, client_gone),
         stdin if stdin is not None else sys.stdin.buffer,
     )
     io.carry_out(gateway.launch(eager=launch.eager or launch.refresh))
