@@ -10,7 +10,7 @@ import pytest
 from lazymcp.cli import main
 from lazymcp.gateway.config import ConfigError, parse_config
 from lazymcp.gateway.core import Gateway
-from lazymcp.gateway.link import Send, Start, ToClient
+from lazymcp.gateway.link import Send, Start, Stop, ToClient
 from lazymcp.gateway.manifest import Manifest, ManifestStore
 from lazymcp.gateway.namespace import Namespace, check_server_name
 from lazymcp.jsonrpc import notification_line, parse, request_line, result_line
@@ -189,3 +189,24 @@ def test_a_cancellation_reaches_the_server_running_the_call() -> None:
     cancel = notification_line("notifications/cancelled", {"requestId": 7})
     assert gateway.from_client(cancel, 0.0) == [Send("b", cancel)]
     assert gateway.from_client(notification_line("notifications/cancelled", {"requestId": 8}), 0.0) == []
+
+
+def test_a_server_whose_new_list_takes_another_servers_name_fails_alone() -> None:
+    config = parse_config(
+        {"mcpServers": {"a_b": {"command": "x"}, "a": {"command": "y"}}, "lazymcp": {"separator": "_"}}
+    )
+    tool = {"name": "c", "inputSchema": {"type": "object"}}
+    gateway = Gateway(config.servers, manifests={"a_b": Manifest((tool,), 0.0)}, separator="_", mode="describe")
+    hello: dict[str, Any] = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c"}}
+    gateway.from_client(request_line(0, "initialize", hello), 0.0)
+    assert gateway.launch() == [Start("a")]  # no manifest: its list is needed
+    [init] = gateway.started("a", 0.0)
+    assert isinstance(init, Send)
+    answer: dict[str, Any] = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "a"}}
+    sent = gateway.from_server("a", result_line(parse(init.data)["id"], answer), 0.0)
+    [fetch] = [parse(a.data) for a in sent if isinstance(a, Send) and b"tools/list" in a.data]
+    clash = {"name": "b_c", "inputSchema": {"type": "object"}}
+    failed = gateway.from_server("a", result_line(fetch["id"], {"tools": [clash]}), 0.0)
+    [stop] = [action for action in failed if isinstance(action, Stop)]
+    assert stop.reason == "server 'a': tool 'b_c' becomes 'a_b_c', the name of server 'a_b''s tool 'c'"
+    assert gateway.catalog.names == ["a_b_c"]

@@ -32,10 +32,10 @@ from typing import Any, cast
 from lazymcp import jsonrpc
 from lazymcp.catalog import Catalog
 from lazymcp.errors import ErrorCode, LazyMCPError
-from lazymcp.gateway.config import ServerEntry
+from lazymcp.gateway.config import ConfigError, ServerEntry
 from lazymcp.gateway.link import Action, Link, Save, Send, Start, Stop, ToClient
 from lazymcp.gateway.manifest import Manifest
-from lazymcp.gateway.merged import DEFAULT_BUDGET, merged_catalog
+from lazymcp.gateway.merged import DEFAULT_BUDGET, instructions, mark_unavailable, merged_catalog
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
@@ -51,8 +51,6 @@ LATEST = "2025-11-25"
 SUPPORTED = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", LATEST})
 """Protocol versions the gateway's handshake accepts; it answers others with the latest."""
 _INIT = "lazymcp-gateway-init"
-GATEWAY_META = "io.lazymcp/gateway"
-"""The ``_meta`` key under which a described tool of a failed server carries ``{"unavailable": reason}``."""
 ROUTED = BY_URI | {"prompts/get", "completion/complete"}
 
 
@@ -205,16 +203,9 @@ class Gateway:
                 "logging": {},
             },
             "serverInfo": self.client_info,
-            "instructions": self._instructions(),
+            "instructions": instructions([link.entry for link in self.links.values()], self.separator),
         }
         return advertise(result, self.options)
-
-    def _instructions(self) -> str:
-        lines = ["One endpoint for these MCP servers; each tool's name starts with its server's:"]
-        for name, link in self.links.items():
-            about = link.entry.description or link.entry.category or ""
-            lines.append(f"- {name}{self.separator}: {about}".rstrip(": "))
-        return "\n".join(lines)
 
     def _client_notification(self, message: Message, now: float) -> list[Action]:
         method = message.get("method")
@@ -255,7 +246,8 @@ class Gateway:
         if isinstance(outcome, Answer):
             result = outcome.result
             if message["method"] in (DESCRIBE, DESCRIBE_BATCH):
-                result = self._marked(result)
+                down = {name: link.reason or "" for name, link in self.links.items() if link.state == "down"}
+                result = mark_unavailable(result, down, self.names)
             answer = ToClient(jsonrpc.result_line(request_id, result))
             if outcome.changed:
                 return [ToClient(jsonrpc.notification_line("notifications/tools/list_changed")), answer]
@@ -271,22 +263,6 @@ class Gateway:
         if arguments is not None:
             call_params["arguments"] = arguments
         return self._call(self.links[server], {**message, "params": call_params}, now)
-
-    def _marked(self, result: dict[str, Any]) -> dict[str, Any]:
-        """A describe result whose tools of a failed server say so in ``_meta`` (they stay listed)."""
-        down = {name: link.reason for name, link in self.links.items() if link.state == "down"}
-        if not down:
-            return result
-
-        def mark(tool: dict[str, Any]) -> dict[str, Any]:
-            owner = self.names.owner(tool["name"])
-            if owner is None or owner[0] not in down:
-                return tool
-            return {**tool, "_meta": {**(tool.get("_meta") or {}), GATEWAY_META: {"unavailable": down[owner[0]]}}}
-
-        if "tool" in result:
-            return {**result, "tool": mark(result["tool"])}
-        return {**result, "tools": [mark(tool) for tool in result["tools"]]}
 
     def _call(self, link: Link, message: Message, now: float, line: bytes | None = None) -> list[Action]:
         """Send a request the gateway has decided to its server (``line``: its bytes as they came)."""
@@ -387,10 +363,15 @@ class Gateway:
         catalog = link.seen = link.router.catalog
         if catalog is None:
             return []
-        link.tools = catalog.tools
-        actions: list[Action] = [Save(link.entry.name, catalog.tools, link.version)]
+        previous, link.tools = link.tools, catalog.tools
         before = self.catalog.version
-        self.catalog = self._build()
+        try:
+            self.catalog = self._build()
+        except ConfigError as exc:  # its new list takes another server's tool name: it fails alone
+            link.tools = previous
+            self.catalog = self._build()
+            return self._down(link, exc.message.removeprefix(f"server {link.entry.name!r}: "), now)
+        actions: list[Action] = [Save(link.entry.name, catalog.tools, link.version)]
         if self.catalog.version != before and self._client is not None:
             actions.append(ToClient(jsonrpc.notification_line("notifications/tools/list_changed")))
         return actions + self._release_waiting(now)

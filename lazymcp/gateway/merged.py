@@ -4,9 +4,9 @@ descriptions and per-tool metadata of the configuration, and the mode ``auto`` p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import cast
+from typing import Any, cast
 
 from lazymcp.catalog import Catalog
 from lazymcp.gateway.config import ServerEntry, tool_meta
@@ -15,6 +15,8 @@ from lazymcp.messages import Mode, Tool
 from lazymcp.metadata import Metadata, ToolMeta
 from lazymcp.options import Options
 
+GATEWAY_META = "io.lazymcp/gateway"
+"""The ``_meta`` key under which a described tool of a failed server carries ``{"unavailable": reason}``."""
 DEFAULT_BUDGET = 20_000
 """Tokens ``auto`` lets a stock client's describe listing cost before it serves the proxy surface."""
 
@@ -66,3 +68,28 @@ def auto_mode(tools: Sequence[Tool], options: Options, budget: int, *, core: boo
     if Size.of(listing).tokens <= budget:
         return "describe"
     return "core" if core else "proxy"
+
+
+def mark_unavailable(result: dict[str, Any], down: Mapping[str, str], names: Namespace) -> dict[str, Any]:
+    """A ``tools/describe(_batch)`` result whose tools of a failed server (``down``: reason by server) say so."""
+    if not down:
+        return result
+
+    def mark(tool: dict[str, Any]) -> dict[str, Any]:
+        owner = names.owner(tool["name"])
+        if owner is None or owner[0] not in down:
+            return tool
+        return {**tool, "_meta": {**(tool.get("_meta") or {}), GATEWAY_META: {"unavailable": down[owner[0]]}}}
+
+    if "tool" in result:
+        return {**result, "tool": mark(result["tool"])}
+    return {**result, "tools": [mark(tool) for tool in result["tools"]]}
+
+
+def instructions(entries: Iterable[ServerEntry], separator: str) -> str:
+    """The gateway's ``initialize`` instructions: each server's prefix and what it is for."""
+    lines = ["One endpoint for these MCP servers; each tool's name starts with its server's:"]
+    for entry in entries:
+        about = entry.description or entry.category or ""
+        lines.append(f"- {entry.name}{separator}: {about}".rstrip(": "))
+    return "\n".join(lines)
