@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import latency, proxy, scale, targets, tokens
+from bench import gateway, latency, proxy, scale, targets, tokens
 from bench import search as search_quality
 from bench.common import CATALOGS, ROOT, Config, machine
 
@@ -42,6 +42,7 @@ SECTIONS: dict[str, Section] = {
     # Later sections: replace the placeholder with the module's run(cfg, results) -> dict, and add
     # its render(section) -> str to RENDERERS.
     "proxy": proxy.run,
+    "gateway": gateway.run,
     "search": search_quality.section,
 }
 
@@ -50,6 +51,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "latency": latency.render,
     "scale": scale.render,
     "proxy": proxy.render,
+    "gateway": gateway.render,
     "search": search_quality.render_section,
 }
 

@@ -6,15 +6,34 @@ demand (``tools/describe``, ``tools/describe_batch``), while clients that know n
 working: they get valid MCP plus a ``describe_tools`` meta-tool. See spec/lazy-tools.md.
 """
 
+import typing as _typing
+
 from lazymcp.catalog import Catalog
-from lazymcp.client import LazyClient
 from lazymcp.errors import CatalogError, ErrorCode, InvalidParams, LazyMCPError, UnknownTool, UpstreamError
 from lazymcp.messages import EXT_ID
 from lazymcp.options import Options
-from lazymcp.sdk import LazyTools, lazify
 from lazymcp.stubs import summarize
 from lazymcp.tokens import count_tokens
 from lazymcp.version import __version__
+
+if _typing.TYPE_CHECKING:
+    from lazymcp.client import LazyClient
+    from lazymcp.sdk import LazyTools, lazify
+
+_FROM_SDK_MODULES = {"LazyClient": "lazymcp.client", "LazyTools": "lazymcp.sdk", "lazify": "lazymcp.sdk"}
+"""Public names whose modules import the MCP SDK: loaded on first use, so the command line's cold
+paths (the proxy's and gateway's own answers) start without the SDK's import time."""
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _FROM_SDK_MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lazymcp' has no attribute {name!r}")
+    import importlib
+
+    value = globals()[name] = getattr(importlib.import_module(module), name)
+    return value
+
 
 __all__ = [
     "EXT_ID",

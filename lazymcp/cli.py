@@ -38,7 +38,7 @@ def _positive(value: str) -> int:
     return int(value)
 
 
-def _add_listing_options(parser: argparse.ArgumentParser) -> None:
+def _add_listing_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
     """The settings of ``SETTINGS`` as flags; each falls back to its environment variable, then its default."""
 
     def flag_type(setting: Setting) -> Callable[[str], Any]:
@@ -55,6 +55,8 @@ def _add_listing_options(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group("listing and modes (each flag also reads its LAZYMCP_* variable)")
     for setting in SETTINGS:
+        if setting.field in skip:
+            continue
         group.add_argument(
             setting.flag,
             dest=setting.field,
@@ -164,6 +166,10 @@ def _parser() -> argparse.ArgumentParser:
     _add_listing_options(proxy)
     _upstream_command(proxy, "the upstream server's command")
 
+    from lazymcp.gateway.cli import add_gateway_parser
+
+    add_gateway_parser(commands, common, lambda parser: _add_listing_options(parser, skip=("mode",)), _host_port)
+
     stats = commands.add_parser(
         "stats",
         parents=[common],
@@ -173,6 +179,7 @@ def _parser() -> argparse.ArgumentParser:
     source = stats.add_mutually_exclusive_group()
     source.add_argument("--catalog", metavar="FILE", help="serve this catalog in-process and measure it")
     source.add_argument("--url", help="a streamable-HTTP MCP server")
+    source.add_argument("--config", metavar="FILE", help="every server of a client configuration, as the gateway")
     stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _add_listing_options(stats)
     _upstream_command(stats, "a stdio MCP server's command")
@@ -202,13 +209,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args)
         if args.command == "proxy":
             return _proxy(args, command)
+        if args.command == "gateway":
+            from lazymcp.gateway.cli import run
+
+            return run(args, _options(args))
         return _stats(args, command)
     except LazyMCPError as exc:
         return _error(exc.message, exc if args.debug else None)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
-        target = args.url or (describe_command(command) if command else None) or args.command
+        target = getattr(args, "url", None) or (describe_command(command) if command else None) or args.command
         return _error(failure(exc, target), exc if args.debug else None, status=1)
 
 
@@ -296,6 +307,10 @@ def _stats(args: argparse.Namespace, command: list[str]) -> int:
     from lazymcp.serve import build_server
     from lazymcp.stats import collect, render
 
+    if args.config:
+        from lazymcp.gateway.cli import stats
+
+        return stats(args.config, _options(args))
     if command and (args.url or args.catalog):
         return _error("give one of --catalog, --url or a COMMAND")
     options = _options(args)

@@ -48,7 +48,7 @@ class Link:
         except Exception as exc:  # a router bug must cost one request, never the session
             say(f"internal error on a client message: {exc!r}")
             actions: list[Action] = [
-                ToClient(jsonrpc.error_line(_id_of(line), ErrorCode.INTERNAL_ERROR, "Internal error"))
+                ToClient(jsonrpc.error_line(id_of(line), ErrorCode.INTERNAL_ERROR, "Internal error"))
             ]
         self._carry_out(actions)
 
@@ -124,7 +124,7 @@ class Link:
         await self.upstream.stop()
 
 
-def _id_of(line: bytes) -> jsonrpc.RequestId | None:
+def id_of(line: bytes) -> jsonrpc.RequestId | None:
     try:
         request_id = jsonrpc.parse(line).get("id")
     except jsonrpc.NotJSONRPC:

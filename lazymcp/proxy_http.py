@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any, Protocol, TypeVar, cast
 from urllib.parse import urlsplit
 from uuid import uuid4
 
@@ -219,10 +219,7 @@ class HttpFront:
             return refused
         await self._reap_idle()
         if request.method == "POST":
-            content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-            if content_type != "application/json":
-                return Response("Invalid Content-Type header: expected application/json", status_code=400)
-            return await self._post(request)
+            return refuse_non_json(request) or await self._post(request)
         side = self.sessions.get(request.headers.get(SESSION_HEADER, ""))
         if side is None:
             return Response("Unknown or missing session", status_code=404 if request.method == "DELETE" else 405)
@@ -230,7 +227,7 @@ class HttpFront:
             del self.sessions[request.headers[SESSION_HEADER]]
             await side.close("the client ended the session")
             return Response(status_code=200)
-        return _event_stream(side.events, None, side)
+        return event_stream(side.events, None, side)
 
     async def _body(self, request: Request) -> bytes | Response:
         declared = request.headers.get("content-length", "")
@@ -271,14 +268,11 @@ class HttpFront:
             opened = await self._open(remap_ids=False)
             if isinstance(opened, Response):
                 return opened
-            side = opened
-            session_id = uuid4().hex
-            self.sessions[session_id] = side
-            headers[SESSION_HEADER] = session_id
+            side = new_session(self.sessions, opened, headers)
         else:
-            found = self.sessions.get(request.headers.get(SESSION_HEADER, ""))
-            if found is None:
-                return _error(message.get("id"), 404, "Session not found: initialize first")
+            found = session_of(self.sessions, request, message)
+            if isinstance(found, Response):
+                return found
             side = found
         side.last_seen = asyncio.get_running_loop().time()
         if method is None or "id" not in message:  # a notification, or the client's answer to the server
@@ -320,7 +314,7 @@ class HttpFront:
             side.listens[key] = DropOldest(self.limits.event_buffer, side._dropping)  # pyright: ignore[reportPrivateUsage]
         side.link.from_client(line, message)
         if method == "subscriptions/listen":
-            return _event_stream(side.listens[key], (waiter, key, original, side), side)
+            return event_stream(side.listens[key], (waiter, key, original, side), side)
         gone = asyncio.ensure_future(_disconnected(request))
         try:
             done, _ = await asyncio.wait(
@@ -357,6 +351,37 @@ async def _disconnected(request: Request) -> None:
         event = await request.receive()
         if event["type"] == "http.disconnect":
             return
+
+
+S = TypeVar("S")
+
+
+def session_of(sessions: Mapping[str, S], request: Request, message: jsonrpc.Message) -> S | Response:
+    """The session a request names (``Mcp-Session-Id``), or the 404 that says it has none."""
+    found = sessions.get(request.headers.get(SESSION_HEADER, ""))
+    return found if found is not None else _error(message.get("id"), 404, "Session not found: initialize first")
+
+
+def new_session(sessions: dict[str, S], side: S, headers: dict[str, str]) -> S:
+    """Keep ``side`` under a new ``Mcp-Session-Id``, which the response's ``headers`` then name."""
+    session_id = uuid4().hex
+    sessions[session_id] = side
+    headers[SESSION_HEADER] = session_id
+    return side
+
+
+def refuse_non_json(request: Request) -> Response | None:
+    """A POST whose body is not declared ``application/json`` is refused (400)."""
+    content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if request.method == "POST" and content_type != "application/json":
+        return Response("Invalid Content-Type header: expected application/json", status_code=400)
+    return None
+
+
+class StreamOwner(Protocol):
+    """What an event stream counts itself on: a session is busy while it has one open."""
+
+    streams: int
 
 
 class Guard:
@@ -396,7 +421,7 @@ Listen = tuple[asyncio.Future[jsonrpc.Message], object, object, HttpSession]
 """A listen stream: the waiter for its final answer, its id upstream, the client's id, its session."""
 
 
-def _event_stream(queue: DropOldest[bytes], listen: Listen | None, side: HttpSession) -> Response:
+def event_stream(queue: DropOldest[bytes], listen: Listen | None, side: StreamOwner) -> Response:
     """An SSE response: the queue's messages, until the client leaves (or a listen stream ends)."""
     from sse_starlette.sse import EventSourceResponse
 

@@ -240,6 +240,15 @@ class Router:
             self._waits.settle(_params(message).get("requestId"))  # no answer is owed for a cancelled request
         return actions
 
+    def forward(self, message: Message, line: bytes | None, now: float) -> list[Action]:
+        """Send upstream a client request another core has already decided (a gateway's routed call):
+        tracked, timed and failed like any other, without being looked at again."""
+        return self._forward(message, line, now)
+
+    def owes(self, request_id: object) -> bool:
+        """Is the client's request of this id waiting for the upstream's answer?"""
+        return id_key(request_id) in self._waits.forwarded
+
     def _forward(self, message: Message, line: bytes | None, now: float) -> list[Action]:
         """Send a client request upstream (``line``: its bytes as they came, None: encode ``message``)."""
         request_id: RequestId = message["id"]

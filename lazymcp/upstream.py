@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, Protocol, cast
 
@@ -115,8 +115,11 @@ class _ChildPipes(asyncio.SubprocessProtocol):
 class ProcessUpstream:
     """A server spawned as a child process, over its stdin and stdout; its stderr is ours."""
 
-    def __init__(self, command: Sequence[str]) -> None:
+    def __init__(self, command: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
         self.command = list(command)
+        self.env = dict(env or {})
+        """Variables set for the server on top of this process's environment (a gateway entry's ``env``)."""
+        self.cwd = cwd
         self.on_line: LineSink = lambda line: None
         self.on_pressure: Pressure = lambda paused: None
         self._on_gone: Callable[[str], None] = lambda reason: None
@@ -134,7 +137,8 @@ class ProcessUpstream:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=None,
-                env=child_environment(),
+                env={**child_environment(), **self.env},
+                cwd=self.cwd,
             )
         except OSError as exc:
             reason = exc.strerror or exc
@@ -210,8 +214,10 @@ class HttpUpstream:
     the way down; the outbox holds at most ``OUTBOX`` lines before the owner is told to stop reading.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, headers: Mapping[str, str] | None = None) -> None:
         self.url = url
+        self.headers = dict(headers or {})
+        """Sent with every request (a gateway entry's ``headers``: credentials, usually)."""
         self.on_pressure: Pressure = lambda paused: None
         self._stack = AsyncExitStack()
         self._outbox: MemoryObjectSendStream[bytes] | None = None
@@ -225,7 +231,15 @@ class HttpUpstream:
         from mcp.client.streamable_http import streamable_http_client
 
         try:
-            read, write = await self._stack.enter_async_context(streamable_http_client(self.url))
+            client = None
+            if self.headers:  # the timeouts the SDK's own client has: a response stream may stay open
+                import httpx2
+
+                timeout = httpx2.Timeout(30.0, read=300.0)
+                client = await self._stack.enter_async_context(
+                    httpx2.AsyncClient(headers=self.headers, timeout=timeout)
+                )
+            read, write = await self._stack.enter_async_context(streamable_http_client(self.url, http_client=client))
         except Exception as exc:
             raise UpstreamError(f"cannot reach the upstream server at {self.url}: {exc}") from None
         outbox, pending = anyio.create_memory_object_stream[bytes](sys.maxsize)

@@ -96,28 +96,21 @@ NPM_CACHE = Path(os.environ.get("LAZYMCP_NPM_DIR", ROOT / ".cache" / "npm-server
 def everything_command() -> list[str]:
     """The command that runs server-everything over stdio, installed from the npm registry on first use."""
     import shutil
-    import subprocess
 
     entry = NPM_CACHE / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.fail("node and npm are needed to install server-everything (Debian packages nodejs and npm)")
     if not entry.exists():
-        NPM_CACHE.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [
-                npm,
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-                "--prefix",
-                str(NPM_CACHE),
-                EVERYTHING_PACKAGE,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr
+        npm_install(EVERYTHING_PACKAGE)
     return [node, str(entry), "stdio"]
+
+
+def npm_install(*packages: str) -> None:
+    """Install pinned npm packages into ``NPM_CACHE`` (the test fails when npm cannot)."""
+    import subprocess
+
+    NPM_CACHE.mkdir(parents=True, exist_ok=True)
+    command = ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(NPM_CACHE), *packages]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr

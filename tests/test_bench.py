@@ -16,7 +16,7 @@ import pytest
 
 from .conftest import CATALOGS, ROOT, SHARED
 
-SECTIONS = ("tokens", "latency", "scale", "proxy", "search")
+SECTIONS = ("tokens", "latency", "scale", "proxy", "gateway", "search")
 QUICK_SIZES = (10, 100, 1_000)
 RUN_TIMEOUT = 280.0
 
@@ -45,6 +45,10 @@ def test_quick_run_has_every_section(quick: dict[str, Any]) -> None:
         assert quick["sections"][name]["status"] == "ok", name
     proxied = quick["sections"]["proxy"]["tools/call echo"]
     assert set(proxied) == {"direct", "byte relay", "lazymcp proxy"}
+    if (CATALOGS / "combined.json").exists():
+        gateway = quick["sections"]["gateway"]
+        assert set(gateway["calls"]["median_us"]) == {*proxied, "lazymcp gateway, 5 servers"}
+        assert (gateway["cold_start"]["servers"], gateway["cold_start"]["tools_listed"]) == (30, 954)
     if not (SHARED / "evals").is_dir():
         assert quick["sections"]["search"]["status"] == "skipped"
         return

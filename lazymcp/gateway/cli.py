@@ -1,0 +1,111 @@
+"""The ``gateway`` subcommand's flags, and the one call each use of it makes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, cast
+
+from lazymcp.messages import MODES, Mode
+from lazymcp.options import Options
+
+GATEWAY_MODES = ("auto", *MODES)
+
+
+def add_gateway_parser(
+    commands: Any,
+    common: argparse.ArgumentParser,
+    add_listing_options: Callable[[argparse.ArgumentParser], None],
+    host_port: Callable[[str], tuple[str, int]],
+) -> None:
+    """Add ``lazymcp gateway --config FILE`` to the command line's subcommands."""
+    gateway = commands.add_parser(
+        "gateway",
+        parents=[common],
+        help="every server of a client configuration behind one lazy endpoint",
+        usage="lazymcp gateway --config FILE [--refresh] [--eager-start] [--mode auto --budget TOKENS] [options]",
+    )
+    gateway.add_argument("--config", metavar="FILE", required=True, help="mcpServers (or VS Code servers) JSON file")
+    gateway.add_argument("--refresh", action="store_true", help="start every server, rebuild its manifest, exit")
+    gateway.add_argument("--eager-start", action="store_true", help="start every server at launch")
+    gateway.add_argument(
+        "--mode",
+        dest="gateway_mode",
+        choices=GATEWAY_MODES,
+        default=None,
+        help="auto (default): the describe listing while its stubs fit --budget, the proxy surface beyond",
+    )
+    gateway.add_argument("--http", metavar="HOST:PORT", type=host_port, help="serve clients streamable HTTP at /mcp")
+    gateway.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="with --http: the bearer token every request must carry (else env LAZYMCP_GATEWAY_TOKEN); "
+        "required off loopback",
+    )
+    gateway.add_argument("--budget", type=int, default=None, metavar="TOKENS", help="auto mode's budget (20000)")
+    gateway.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds a server may take to answer before it counts as hung (0: never; default: 300)",
+    )
+    add_listing_options(gateway)
+
+
+def run(args: argparse.Namespace, options: Options) -> int:
+    """Run the gateway as the flags say; returns the exit status."""
+    from lazymcp.gateway.run import run_gateway
+
+    mode = args.gateway_mode
+    if mode is None and os.environ.get("LAZYMCP_MODE"):
+        mode = options.mode
+    if mode not in (None, "auto"):
+        options = replace(options, mode=cast(Mode, mode))
+    try:
+        return run_gateway(
+            args.config,
+            options,
+            mode=mode,
+            budget=args.budget,
+            timeout=args.timeout or None,
+            eager=args.eager_start,
+            refresh=args.refresh,
+            http=args.http,
+            token=_token(args.token_file),
+        )
+    except KeyboardInterrupt:
+        return 130
+
+
+def stats(path: str, options: Options) -> int:
+    """``lazymcp stats --config FILE``: print the configuration's costs."""
+    from lazymcp.gateway.run import Launch, read_config, say
+    from lazymcp.gateway.stats import measure, render
+
+    config = read_config(path)
+    if config.warnings:
+        say("; ".join(config.warnings))
+    print(render(measure(Launch(config, options))))  # noqa: T201
+    return 0
+
+
+def _token(path: str | None) -> str | None:
+    """The bearer token from ``--token-file``, else ``LAZYMCP_GATEWAY_TOKEN``, else None.
+
+    Raises:
+        ConfigError: the file cannot be read or holds no token.
+    """
+    from lazymcp.gateway.config import ConfigError
+
+    if path is None:
+        return os.environ.get("LAZYMCP_GATEWAY_TOKEN") or None
+    try:
+        token = Path(path).read_text().strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the token file {path!r}: {exc.strerror or exc}") from None
+    if not token:
+        raise ConfigError(f"the token file {path!r} is empty")
+    return token

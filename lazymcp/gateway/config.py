@@ -1,0 +1,251 @@
+"""Reading a gateway configuration: the ``mcpServers`` (Claude Desktop, Cursor, ``.mcp.json``) and
+``servers`` (VS Code) files people already have, plus lazymcp's own per-server and per-tool settings.
+
+Every error is one line naming the file, the server and the field (``ConfigError``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, cast
+
+from lazymcp.errors import CatalogError
+from lazymcp.files import read_json
+from lazymcp.metadata import Metadata, ToolMeta, parse_metadata
+
+STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "envFile"})
+REMOTE_KEYS = frozenset({"url", "headers"})
+COMMON_KEYS = frozenset({"type", "transport", "lazymcp", "disabled", "description", "name", "timeout"})
+SERVER_KEYS = frozenset({"defer", "enabled", "category", "description", "tools"})
+"""What a server's ``lazymcp`` key may hold."""
+TOP_KEYS = frozenset({"separator", "servers", "mode", "budget"})
+"""What the top-level ``lazymcp`` block may hold (``servers``: per-server settings by server name)."""
+DEFAULT_SEPARATOR = "__"
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class ConfigError(CatalogError):
+    """A configuration file that cannot be used as it is."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerEntry:
+    """One server of the configuration: how to reach it and how to list its tools."""
+
+    name: str
+    command: tuple[str, ...] = ()
+    """The program and its arguments (stdio); empty for a remote server."""
+    env: Mapping[str, str] = field(default_factory=lambda: {})
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=lambda: {})
+    defer: bool = True
+    """False: its tools are core tools, listed in full."""
+    enabled: bool = True
+    category: str | None = None
+    description: str | None = None
+    tools: Metadata = field(default_factory=Metadata)
+    """Per-tool metadata, by the server's own tool names."""
+
+    @property
+    def remote(self) -> bool:
+        return self.url is not None
+
+    def identity(self) -> list[Any]:
+        """What names this server's tool list in the manifest cache: how it is started or reached."""
+        return [list(self.command), self.cwd, self.url]
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    """Every server of one configuration file, in the file's order."""
+
+    servers: tuple[ServerEntry, ...]
+    separator: str = DEFAULT_SEPARATOR
+    mode: str | None = None
+    budget: int | None = None
+    source: str = "config"
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def enabled(self) -> tuple[ServerEntry, ...]:
+        return tuple(server for server in self.servers if server.enabled)
+
+
+def expand(value: str, environ: Mapping[str, str], where: str) -> str:
+    """``${VAR}`` replaced by the variable's value.
+
+    Raises:
+        ConfigError: a variable is not set.
+    """
+
+    def lookup(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in environ:
+            raise ConfigError(f"{where}: environment variable {name!r} is not set")
+        return environ[name]
+
+    return _VARIABLE.sub(lookup, value)
+
+
+class _Reader:
+    """One file's servers, read with the file's name in every error."""
+
+    def __init__(self, source: str, environ: Mapping[str, str]) -> None:
+        self.source = source
+        self.environ = environ
+        self.unknown: list[str] = []
+
+    def fail(self, server: str | None, message: str) -> ConfigError:
+        where = self.source if server is None else f"{self.source}: server {server!r}"
+        return ConfigError(f"{where}: {message}")
+
+    def strings(self, server: str, key: str, value: object) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in cast(list[object], value)):
+            raise self.fail(server, f"field {key!r} must be a list of strings")
+        return cast(list[str], value)
+
+    def mapping(self, server: str, key: str, value: object) -> dict[str, str]:
+        if not isinstance(value, Mapping) or not all(
+            isinstance(v, str) for v in cast(Mapping[str, object], value).values()
+        ):
+            raise self.fail(server, f"field {key!r} must be an object of strings")
+        where = f"{self.source}: server {server!r}, field {key!r}"
+        return {k: expand(v, self.environ, where) for k, v in cast(Mapping[str, str], value).items()}
+
+    def server(self, name: str, data: object, settings: object) -> ServerEntry:
+        if not isinstance(data, Mapping):
+            raise self.fail(name, "expected an object with 'command' or 'url'")
+        data = cast(Mapping[str, object], data)
+        known = STDIO_KEYS | REMOTE_KEYS | COMMON_KEYS
+        self.unknown += [f"server {name!r}, field {key!r}" for key in data if key not in known]
+        kind = data.get("type", data.get("transport"))
+        command, url = data.get("command"), data.get("url")
+        if command is not None and url is not None:
+            raise self.fail(name, "give 'command' or 'url', not both")
+        if command is None and url is None:
+            raise self.fail(name, "missing field 'command' (or 'url' for a remote server)")
+        if url is not None:
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise self.fail(name, "field 'url' must be an http:// or https:// URL")
+            if kind is not None and kind not in ("http", "streamable-http", "streamableHttp"):
+                raise self.fail(name, f"field 'type' {kind!r} is not supported; the gateway reaches 'http' servers")
+            entry = ServerEntry(name, url=url, headers=self.mapping(name, "headers", data.get("headers", {})))
+        else:
+            if not isinstance(command, str) or not command:
+                raise self.fail(name, "field 'command' must be a non-empty string")
+            if kind is not None and kind != "stdio":
+                raise self.fail(name, f"field 'type' {kind!r} does not go with 'command' (use 'stdio')")
+            args = self.strings(name, "args", data.get("args", []))
+            cwd = data.get("cwd")
+            if cwd is not None and not isinstance(cwd, str):
+                raise self.fail(name, "field 'cwd' must be a string")
+            env = self.mapping(name, "env", data.get("env", {}))
+            entry = ServerEntry(name, command=(command, *args), env=env, cwd=cwd)
+        disabled = data.get("disabled", False)
+        if not isinstance(disabled, bool):
+            raise self.fail(name, "field 'disabled' must be true or false")
+        return self.settings(entry, settings, data.get("lazymcp"), enabled=not disabled)
+
+    def settings(self, entry: ServerEntry, *layers: object, enabled: bool) -> ServerEntry:
+        """The entry with its ``lazymcp`` settings: the top-level block's first, then the entry's own."""
+        values: dict[str, Any] = {"enabled": enabled}
+        for layer in layers:
+            if layer is None:
+                continue
+            if not isinstance(layer, Mapping):
+                raise self.fail(entry.name, "field 'lazymcp' must be an object")
+            layer = cast(Mapping[str, object], layer)
+            for key, value in layer.items():
+                if key not in SERVER_KEYS:
+                    raise self.fail(
+                        entry.name, f"unknown field 'lazymcp.{key}'; expected any of {', '.join(sorted(SERVER_KEYS))}"
+                    )
+                values[key] = value
+        for key in ("defer", "enabled"):
+            if not isinstance(values.get(key, True), bool):
+                raise self.fail(entry.name, f"field 'lazymcp.{key}' must be true or false")
+        for key in ("category", "description"):
+            if not isinstance(values.get(key, ""), str):
+                raise self.fail(entry.name, f"field 'lazymcp.{key}' must be a string")
+        tools = values.pop("tools", None)
+        metadata = entry.tools
+        if tools is not None:
+            metadata = parse_metadata({"tools": tools}, source=f"{self.source}: server {entry.name!r}", limit=None)
+        fields: dict[str, Any] = {k: values[k] for k in ("defer", "enabled", "category", "description") if k in values}
+        return replace(entry, **fields, tools=metadata)
+
+
+def parse_config(data: object, *, source: str = "config", environ: Mapping[str, str] | None = None) -> GatewayConfig:
+    """A configuration from its JSON value; ``source`` names it in errors.
+
+    Raises:
+        ConfigError: the value is not a configuration of MCP servers, or a server entry is invalid.
+    """
+    reader = _Reader(source, os.environ if environ is None else environ)
+    if not isinstance(data, Mapping):
+        raise reader.fail(None, "expected a JSON object with 'mcpServers' (or 'servers')")
+    data = cast(Mapping[str, object], data)
+    key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
+    if key is None:
+        raise reader.fail(None, "no 'mcpServers' (or VS Code's 'servers') object of servers")
+    servers = data[key]
+    if not isinstance(servers, Mapping):
+        raise reader.fail(None, f"field {key!r} must be an object of servers by name")
+    top = data.get("lazymcp", {})
+    if not isinstance(top, Mapping):
+        raise reader.fail(None, "field 'lazymcp' must be an object")
+    top = cast(Mapping[str, object], top)
+    unknown_top = [k for k in top if k not in TOP_KEYS]
+    if unknown_top:
+        raise reader.fail(
+            None, f"unknown field 'lazymcp.{unknown_top[0]}'; expected any of {', '.join(sorted(TOP_KEYS))}"
+        )
+    per_server = top.get("servers", {})
+    if not isinstance(per_server, Mapping):
+        raise reader.fail(None, "field 'lazymcp.servers' must be an object of settings by server name")
+    per_server = cast(Mapping[str, object], per_server)
+    missing = [name for name in per_server if name not in servers]
+    if missing:
+        raise reader.fail(None, f"'lazymcp.servers' names {missing[0]!r}, which is not a server of {key!r}")
+    entries = [
+        reader.server(name, value, per_server.get(name)) for name, value in cast(Mapping[str, object], servers).items()
+    ]
+    separator = _checked(top, "separator", str, reader) or DEFAULT_SEPARATOR
+    mode = _checked(top, "mode", str, reader)
+    budget = _checked(top, "budget", int, reader)
+    warnings = tuple(f"{source}: ignoring unknown {where}" for where in reader.unknown)
+    return GatewayConfig(tuple(entries), separator, mode, budget, source, warnings)
+
+
+def _checked(top: Mapping[str, object], key: str, kind: type, reader: _Reader) -> Any:
+    value = top.get(key)
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise reader.fail(None, f"field 'lazymcp.{key}' must be a {kind.__name__}")
+    return value
+
+
+def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewayConfig:
+    """Read a configuration file (JSON).
+
+    Raises:
+        ConfigError: the file is missing, not JSON, or not a valid configuration.
+    """
+    try:
+        data = read_json(path, "configuration file")
+    except CatalogError as exc:
+        raise ConfigError(exc.message) from None
+    return parse_config(data, source=str(path), environ=environ)
+
+
+def tool_meta(entry: ServerEntry, rename: Callable[[str], str]) -> dict[str, ToolMeta]:
+    """The entry's per-tool metadata under the gateway's names (related tools renamed too)."""
+    renamed: dict[str, ToolMeta] = {}
+    for name, meta in entry.tools.tools.items():
+        related = tuple(rename(other) for other in meta.related)
+        renamed[rename(name)] = ToolMeta(meta.category, meta.summary, meta.examples, related, meta.deprecated)
+    return renamed

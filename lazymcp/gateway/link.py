@@ -1,0 +1,73 @@
+"""The gateway's vocabulary: the actions its core returns, and ``Link``, one server as the core sees it.
+
+``ToClient`` and ``Say`` are the router's own: bytes for the client, and a line for the operator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lazymcp.catalog import Catalog
+from lazymcp.gateway.config import ServerEntry
+from lazymcp.messages import Tool
+from lazymcp.router import Router, Say, ToClient
+
+BACKOFF_FIRST = 1.0
+"""Seconds a failed server is refused before the next call starts it again; doubled per failure in a row."""
+BACKOFF_MAX = 60.0
+
+__all__ = ["Action", "Link", "Save", "Say", "Send", "Start", "Stop", "ToClient"]
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    server: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    server: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    server: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Save:
+    server: str
+    tools: tuple[Tool, ...]
+    version: str | None
+
+
+Action = ToClient | Send | Start | Stop | Save | Say
+
+
+@dataclass
+class Link:
+    """One server: its entry, its router while it runs, its last known tools and its faults."""
+
+    entry: ServerEntry
+    tools: tuple[Tool, ...] | None = None
+    version: str | None = None
+    router: Router | None = None
+    state: str = "idle"
+    """idle (not running), spawned (waiting for the client's initialize), starting (handshake under way),
+    ready, or down (failed)."""
+    queued: list[bytes] = field(default_factory=lambda: [])
+    failures: int = 0
+    retry_at: float = 0.0
+    reason: str | None = None
+    seen: Catalog | None = None
+
+    def failed(self, reason: str, now: float) -> None:
+        """The server is down: no router, and refused until its backoff has passed."""
+        self.router, self.state, self.reason = None, "down", reason
+        self.failures += 1
+        self.retry_at = now + min(BACKOFF_FIRST * 2 ** (self.failures - 1), BACKOFF_MAX)
+
+    def refused(self, now: float) -> bool:
+        """Is it down, within its backoff?"""
+        return self.state == "down" and now < self.retry_at

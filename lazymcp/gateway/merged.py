@@ -1,0 +1,95 @@
+"""The gateway's one catalog: every server's tools under their gateway names, with the categories,
+descriptions and per-tool metadata of the configuration, and the mode ``auto`` picks by budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, cast
+
+from lazymcp.catalog import Catalog
+from lazymcp.gateway.config import ServerEntry, tool_meta
+from lazymcp.gateway.namespace import Namespace
+from lazymcp.messages import Mode, Tool
+from lazymcp.metadata import Metadata, ToolMeta
+from lazymcp.options import Options
+
+GATEWAY_META = "io.lazymcp/gateway"
+"""The ``_meta`` key under which a described tool of a failed server carries ``{"unavailable": reason}``."""
+DEFAULT_BUDGET = 20_000
+"""Tokens ``auto`` lets a stock client's describe listing cost before it serves the proxy surface."""
+
+
+def merged_catalog(
+    servers: Iterable[tuple[ServerEntry, Sequence[Tool]]],
+    options: Options,
+    names: Namespace,
+    *,
+    auto: bool = False,
+    budget: int = DEFAULT_BUDGET,
+) -> Catalog:
+    """One catalog of every server's tools, registering each name in ``names``.
+
+    A server's tools fall in its category (``lazymcp.category``, else its name), described by its
+    ``lazymcp.description``; ``defer: false`` makes that category a core one.
+
+    Raises:
+        ConfigError: two tools get one gateway name.
+    """
+    tools: list[Tool] = []
+    declared: dict[str, ToolMeta] = {}
+    categories: dict[str, str] = {}
+    core: list[str] = []
+    for entry, server_tools in servers:
+        server = entry.name
+        category = entry.category or server
+        categories[category] = entry.description or f"The tools of the {server} server."
+        if not entry.defer:
+            core.append(category)
+        gateway_names = names.add(server, [tool["name"] for tool in server_tools])
+        for tool, gateway_name in zip(server_tools, gateway_names, strict=True):
+            tools.append(cast(Tool, {**tool, "name": gateway_name}))
+            declared[gateway_name] = ToolMeta(category=category)
+        declared.update(tool_meta(entry, lambda original, server=server: names.name(server, original)))
+    metadata = Metadata(declared, categories, source="gateway configuration")
+    options = replace(options, metadata=metadata, core_tools=tuple(core) or options.core_tools)
+    if auto:
+        options = replace(options, mode=auto_mode(tools, options, budget, core=bool(core)))
+    return Catalog.build(tools, options)
+
+
+def auto_mode(tools: Sequence[Tool], options: Options, budget: int, *, core: bool) -> Mode:
+    """``describe`` while a stock client's stub listing fits ``budget`` tokens; else ``core`` (when some
+    server is not deferred) or ``proxy``."""
+    from lazymcp.tokens import Size
+
+    listing = Catalog.build(tools, replace(options, mode="describe")).listing("stock", "summary")
+    if Size.of(listing).tokens <= budget:
+        return "describe"
+    return "core" if core else "proxy"
+
+
+def mark_unavailable(result: dict[str, Any], down: Mapping[str, str], names: Namespace) -> dict[str, Any]:
+    """A ``tools/describe(_batch)`` result whose tools of a failed server (``down``: reason by server) say so."""
+    if not down:
+        return result
+
+    def mark(tool: dict[str, Any]) -> dict[str, Any]:
+        owner = names.owner(tool["name"])
+        if owner is None or owner[0] not in down:
+            return tool
+        return {**tool, "_meta": {**(tool.get("_meta") or {}), GATEWAY_META: {"unavailable": down[owner[0]]}}}
+
+    if "tool" in result:
+        return {**result, "tool": mark(result["tool"])}
+    return {**result, "tools": [mark(tool) for tool in result["tools"]]}
+
+
+def instructions(entries: Iterable[ServerEntry], separator: str) -> str:
+    """The gateway's ``initialize`` instructions: each server's prefix and what it is for."""
+    lines = ["One endpoint for these MCP servers; each tool's name starts with its server's:"]
+    for entry in entries:
+        about = entry.description or entry.category or ""
+        lines.append(f"- {entry.name}{separator}: {about}".rstrip(": "))
+    return "\n".join(lines)

@@ -1,0 +1,80 @@
+"""Gateway tool and prompt names: ``<server><separator><tool>``, kept within the MCP tool-name rules.
+
+The MCP specification (2025-11-25, "Tool names") asks for 1 to 128 characters of ASCII letters,
+digits, ``_``, ``-`` and ``.``. A server name that breaks these, or two tools that end up with one
+name, is a start-up error naming both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from lazymcp.gateway.config import ConfigError
+
+MAX_TOOL_NAME = 128
+_ALLOWED = re.compile(r"[A-Za-z0-9_.\-]+")
+
+
+def check_server_name(name: str, separator: str, source: str) -> None:
+    """A server name may prefix tool names: allowed characters only, and no separator inside.
+
+    Raises:
+        ConfigError: the name has a character the MCP tool-name rules forbid, or holds the separator.
+    """
+    if not _ALLOWED.fullmatch(name):
+        raise ConfigError(
+            f"{source}: server {name!r}: the name may hold only ASCII letters, digits, '_', '-' and '.' "
+            "(it prefixes the server's tool names)"
+        )
+    if separator in name:
+        raise ConfigError(f"{source}: server {name!r}: the name holds the separator {separator!r}")
+
+
+def check_separator(separator: str, source: str) -> None:
+    """Raises ``ConfigError`` for a separator the tool-name rules forbid."""
+    if not _ALLOWED.fullmatch(separator):
+        raise ConfigError(f"{source}: 'lazymcp.separator' {separator!r} may hold only letters, digits, '_', '-', '.'")
+
+
+@dataclass
+class Namespace:
+    """Which server and which original name each gateway name stands for."""
+
+    separator: str = "__"
+    prefixed: bool = True
+    """False: one server, names unchanged (the single-server proxy)."""
+    owners: dict[str, tuple[str, str]] = field(default_factory=lambda: {})
+
+    def name(self, server: str, original: str) -> str:
+        return f"{server}{self.separator}{original}" if self.prefixed else original
+
+    def add(self, server: str, originals: Iterable[str]) -> list[str]:
+        """Register a server's names; returns the gateway names in order.
+
+        Raises:
+            ConfigError: a gateway name breaks the length rule or is taken by another tool.
+        """
+        names: list[str] = []
+        for original in originals:
+            name = self.name(server, original)
+            if len(name) > MAX_TOOL_NAME:
+                raise ConfigError(f"server {server!r}: tool {original!r} becomes {name!r}, longer than {MAX_TOOL_NAME}")
+            owner = self.owners.get(name)
+            if owner is not None and owner != (server, original):
+                raise ConfigError(
+                    f"server {server!r}: tool {original!r} becomes {name!r}, "
+                    f"the name of server {owner[0]!r}'s tool {owner[1]!r}"
+                )
+            self.owners[name] = (server, original)
+            names.append(name)
+        return names
+
+    def drop(self, server: str) -> None:
+        """Forget a server's names (before its tool list is registered again)."""
+        self.owners = {name: owner for name, owner in self.owners.items() if owner[0] != server}
+
+    def owner(self, name: str) -> tuple[str, str] | None:
+        """(server, original name) of a gateway name, or None."""
+        return self.owners.get(name)

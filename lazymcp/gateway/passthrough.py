@@ -1,0 +1,127 @@
+"""What the gateway routes besides tools: prompts by their server's prefix, resources by URI, and the
+list requests (``prompts/list``, ``resources/list``, ``resources/templates/list``) that every server
+answers a part of.
+
+A list request is sent to each enabled server under the gateway's own id; the parts are joined in the
+configuration's order, prompts renamed like tools. A server that fails or has no such method adds
+nothing. Each resource listed remembers its server, so ``resources/read`` and ``subscribe`` reach it;
+a URI no list has shown goes to the server whose URI templates' scheme matches it, else it is unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
+
+from lazymcp import jsonrpc
+from lazymcp.gateway.namespace import Namespace
+from lazymcp.jsonrpc import Message, RequestId
+
+LISTS: Final = {
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+}
+"""Each list method, and the member of its result that holds the entries."""
+BY_URI: Final = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
+PREFIX: Final = "lazymcp-gateway-list-"
+
+
+@dataclass
+class Gather:
+    """One client list request, waiting for each server's part."""
+
+    request_id: RequestId
+    method: str
+    waiting: set[str]
+    parts: dict[str, list[Any]] = field(default_factory=lambda: {})
+
+
+@dataclass
+class Passthrough:
+    """Prompt and resource routing of one gateway connection."""
+
+    servers: Sequence[str]
+    """Enabled servers, in the configuration's order."""
+    names: Namespace
+    resources: dict[str, str] = field(default_factory=lambda: {})
+    schemes: dict[str, str] = field(default_factory=lambda: {})
+    gathers: dict[str, Gather] = field(default_factory=lambda: {})
+    count: int = 0
+
+    def begin(self, request_id: RequestId, method: str, params: Mapping[str, Any]) -> list[tuple[str, Message]]:
+        """The request each server gets for a client's list request: (server, request)."""
+        self.count += 1
+        key = f"{PREFIX}{self.count}-"
+        self.gathers[key] = Gather(request_id, method, set(self.servers))
+        plain = {k: v for k, v in params.items() if k != "cursor"}  # one page of each server
+        return [(s, {"jsonrpc": "2.0", "id": f"{key}{s}", "method": method, "params": plain}) for s in self.servers]
+
+    def part(self, server: str, message: Message) -> bytes | None:
+        """Take a server's part (or failure); the client's answer once every part is in."""
+        own = str(message.get("id"))
+        gather = self.gathers.get(own.removesuffix(server))
+        if gather is None or server not in gather.waiting:
+            return None
+        gather.waiting.discard(server)
+        result = message.get("result")
+        entries = jsonrpc.field(result, LISTS[gather.method])
+        gather.parts[server] = cast(list[Any], entries) if isinstance(entries, list) else []
+        if gather.waiting:
+            return None
+        del self.gathers[own.removesuffix(server)]
+        return jsonrpc.result_line(gather.request_id, {LISTS[gather.method]: self._joined(gather)})
+
+    def skip(self, server: str) -> list[bytes]:
+        """A server that will not answer (down): every gather stops waiting for it."""
+        answers: list[bytes] = []
+        for key in list(self.gathers):
+            answer = self.part(server, {"jsonrpc": "2.0", "id": f"{key}{server}", "result": {}})
+            if answer is not None:
+                answers.append(answer)
+        return answers
+
+    def _joined(self, gather: Gather) -> list[Any]:
+        joined: list[Any] = []
+        for server in self.servers:
+            for entry in gather.parts.get(server, []):
+                if not isinstance(entry, dict):
+                    continue
+                entry = cast(dict[str, Any], entry)
+                if gather.method == "prompts/list" and isinstance(entry.get("name"), str):
+                    self.names.owners[self.names.name(server, entry["name"])] = (server, entry["name"])
+                    entry = {**entry, "name": self.names.name(server, entry["name"])}
+                elif gather.method == "resources/list" and isinstance(entry.get("uri"), str):
+                    self.resources[entry["uri"]] = server
+                elif gather.method == "resources/templates/list" and isinstance(entry.get("uriTemplate"), str):
+                    scheme = entry["uriTemplate"].partition(":")[0]
+                    self.schemes.setdefault(scheme, server)
+                joined.append(entry)
+        return joined
+
+    def route(self, method: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | str:
+        """The server a prompt, resource or completion request goes to, with its params; else why not."""
+        if method in BY_URI:
+            return self._by_uri(params.get("uri"), dict(params))
+        if method == "prompts/get":
+            owner = self.names.owner(params["name"]) if isinstance(params.get("name"), str) else None
+            if owner is None:
+                return f"Unknown prompt: {params.get('name')!r}"
+            return owner[0], {**params, "name": owner[1]}
+        ref = params.get("ref")
+        ref = cast(dict[str, Any], ref) if isinstance(ref, dict) else {}
+        if ref.get("type") == "ref/prompt":
+            owner = self.names.owner(ref["name"]) if isinstance(ref.get("name"), str) else None
+            if owner is None:
+                return f"Unknown prompt: {ref.get('name')!r}"
+            return owner[0], {**params, "ref": {**ref, "name": owner[1]}}
+        return self._by_uri(ref.get("uri"), dict(params))
+
+    def _by_uri(self, uri: object, params: dict[str, Any]) -> tuple[str, dict[str, Any]] | str:
+        if not isinstance(uri, str):
+            return "Invalid params: 'uri' must be a string"
+        server = self.resources.get(uri) or self.schemes.get(uri.partition(":")[0])
+        if server is None:
+            return f"Unknown resource: {uri!r} (list resources first)"
+        return server, params

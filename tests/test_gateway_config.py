@@ -1,0 +1,212 @@
+"""The gateway's pure parts: reading client configuration files, naming tools, the manifest cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lazymcp.cli import main
+from lazymcp.gateway.config import ConfigError, parse_config
+from lazymcp.gateway.core import Gateway
+from lazymcp.gateway.link import Send, Start, Stop, ToClient
+from lazymcp.gateway.manifest import Manifest, ManifestStore
+from lazymcp.gateway.namespace import Namespace, check_server_name
+from lazymcp.jsonrpc import notification_line, parse, request_line, result_line
+
+
+def test_claude_desktop_and_vscode_files_read_to_the_same_servers() -> None:
+    entry = {"command": "npx", "args": ["-y", "server"], "env": {"TOKEN": "${TOKEN}"}, "cwd": "/srv"}
+    remote = {"type": "http", "url": "https://example.test/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+    environ = {"TOKEN": "t0k"}
+    desktop = parse_config({"mcpServers": {"a": entry, "b": remote}}, environ=environ)
+    vscode = parse_config({"servers": {"a": {**entry, "type": "stdio"}, "b": remote}}, environ=environ)
+    assert desktop.servers == vscode.servers
+    a, b = desktop.servers
+    assert (a.command, dict(a.env), a.cwd) == (("npx", "-y", "server"), {"TOKEN": "t0k"}, "/srv")
+    assert (b.url, dict(b.headers), b.remote) == ("https://example.test/mcp", {"Authorization": "Bearer t0k"}, True)
+
+
+def test_unknown_keys_are_ignored_with_a_warning() -> None:
+    config = parse_config({"mcpServers": {"a": {"command": "x", "autoApprove": []}}, "globalShortcut": "x"})
+    assert config.warnings == ("config: ignoring unknown server 'a', field 'autoApprove'",)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"mcpServers": {"a": {"args": []}}},
+            "f.json: server 'a': missing field 'command' (or 'url' for a remote server)",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "args": "y"}}},
+            "f.json: server 'a': field 'args' must be a list of strings",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "env": {"K": "${NOPE}"}}}},
+            "f.json: server 'a', field 'env': environment variable 'NOPE' is not set",
+        ),
+        (
+            {"mcpServers": {"a": {"url": "ftp://x"}}},
+            "f.json: server 'a': field 'url' must be an http:// or https:// URL",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "lazymcp": {"defer": "no"}}}},
+            "f.json: server 'a': field 'lazymcp.defer' must be true or false",
+        ),
+        ({"tools": []}, "f.json: no 'mcpServers' (or VS Code's 'servers') object of servers"),
+    ],
+)
+def test_an_invalid_file_is_one_line_naming_file_server_and_field(data: object, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_config(data, source="f.json", environ={})
+    assert raised.value.message == message
+
+
+def test_per_server_settings_come_from_the_entry_and_the_top_level_block() -> None:
+    config = parse_config(
+        {
+            "mcpServers": {
+                "gh": {"command": "x", "lazymcp": {"defer": False, "tools": {"create": {"summary": "Open one."}}}},
+                "off": {"command": "y"},
+            },
+            "lazymcp": {"separator": "_-_", "servers": {"off": {"enabled": False, "description": "Old."}}},
+        }
+    )
+    gh, off = config.servers
+    assert (gh.defer, gh.tools.tools["create"].summary) == (False, "Open one.")
+    assert (off.enabled, off.description) == (False, "Old.")
+    assert [entry.name for entry in config.enabled] == ["gh"]
+    assert config.separator == "_-_"
+
+
+def test_a_missing_file_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gateway", "--config", str(tmp_path / "nope.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope.json" in err and "Traceback" not in err
+
+
+def test_server_names_must_fit_the_tool_name_rules() -> None:
+    with pytest.raises(ConfigError) as raised:
+        check_server_name("my server", "__", "f.json")
+    assert raised.value.message.startswith("f.json: server 'my server': the name may hold only")
+
+
+def test_two_tools_with_one_gateway_name_are_a_start_up_error() -> None:
+    names = Namespace("_")
+    names.add("a_b", ["c"])
+    with pytest.raises(ConfigError) as raised:
+        names.add("a", ["b_c"])
+    assert raised.value.message == "server 'a': tool 'b_c' becomes 'a_b_c', the name of server 'a_b''s tool 'c'"
+
+
+def test_a_manifest_round_trips_and_a_broken_one_counts_as_absent(tmp_path: Path) -> None:
+    store = ManifestStore(tmp_path)
+    identity = [["node", "server.js"], None, None]
+    assert store.load(identity) is None
+    saved = store.save(identity, [{"name": "t", "inputSchema": {"type": "object"}}], "1.2.3")
+    assert store.load(identity) == saved
+    assert store.load([["node", "other.js"], None, None]) is None
+    next(tmp_path.glob("*.json")).write_text("{not json")
+    assert store.load(identity) is None
+
+
+def test_the_gateway_lists_from_manifests_without_starting_any_server() -> None:
+    config = parse_config({"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}}})
+    tool = {"name": "echo", "description": "Echo it.", "inputSchema": {"type": "object"}}
+    manifests = {name: Manifest((tool,), 0.0) for name in ("a", "b")}
+    gateway = Gateway(config.servers, manifests=manifests, mode="describe")
+    assert gateway.launch() == []
+    listing = gateway.from_client(request_line(1, "tools/list", {"lazy": False}), 0.0)
+    assert len(listing) == 1 and isinstance(listing[0], ToClient)
+    assert [t["name"] for t in parse(listing[0].data)["result"]["tools"]] == ["a__echo", "b__echo"]
+    call = gateway.from_client(request_line(2, "tools/call", {"name": "b__echo", "arguments": {}}), 0.0)
+    assert call == [Start("b")]
+    assert gateway.started("b", 0.0) == []  # its handshake waits for the client's capabilities
+    hello: dict[str, Any] = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"sampling": {}},
+        "clientInfo": {"name": "c"},
+    }
+    answer, handshake = gateway.from_client(request_line(0, "initialize", hello), 0.0)
+    assert isinstance(answer, ToClient) and isinstance(handshake, Send) and handshake.server == "b"
+    assert parse(handshake.data)["params"]["capabilities"] == {"sampling": {}}
+
+
+def test_a_failed_server_is_refused_during_its_backoff_and_started_again_after() -> None:
+    config = parse_config({"mcpServers": {"a": {"command": "x"}}})
+    tool = {"name": "echo", "inputSchema": {"type": "object"}}
+    gateway = Gateway(config.servers, manifests={"a": Manifest((tool,), 0.0)}, mode="describe")
+    call = request_line(1, "tools/call", {"name": "a__echo", "arguments": {}})
+    assert gateway.from_client(call, 0.0) == [Start("a")]
+    failed = gateway.start_failed("a", "cannot start it", 0.0)
+    refused = [parse(action.data) for action in failed if isinstance(action, ToClient)]
+    assert [(m["id"], m["error"]["data"]) for m in refused] == [(1, {"server": "a"})]
+    again = gateway.from_client(request_line(2, "tools/call", {"name": "a__echo", "arguments": {}}), 0.5)
+    assert len(again) == 1 and isinstance(again[0], ToClient) and "cannot start it" in str(parse(again[0].data))
+    assert gateway.from_client(request_line(3, "tools/call", {"name": "a__echo", "arguments": {}}), 5.0) == [Start("a")]
+    listing = gateway.from_client(request_line(4, "tools/list", {"lazy": False}), 5.0)
+    assert isinstance(listing[0], ToClient) and "a__echo" in str(parse(listing[0].data))
+
+
+def test_auto_mode_lists_stubs_within_the_budget_and_the_proxy_surface_beyond() -> None:
+    config = parse_config({"mcpServers": {"a": {"command": "x"}}})
+    tools = tuple(
+        {"name": f"tool_{n}", "description": f"Tool {n}.", "inputSchema": {"type": "object"}} for n in range(40)
+    )
+    manifests = {"a": Manifest(tools, 0.0)}
+
+    def listed(budget: int) -> list[str]:
+        gateway = Gateway(config.servers, manifests=manifests, mode="auto", budget=budget)
+        answer = gateway.from_client(request_line(1, "tools/list"), 0.0)[0]
+        assert isinstance(answer, ToClient)
+        return [tool["name"] for tool in parse(answer.data)["result"]["tools"]]
+
+    assert len(listed(100_000)) == 2 + 40
+    assert listed(100) == ["list_tool_categories", "search_tools", "describe_tools", "invoke_tool"]
+
+
+def test_a_cancellation_reaches_the_server_running_the_call() -> None:
+    config = parse_config({"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}}})
+    tool = {"name": "slow", "inputSchema": {"type": "object"}}
+    gateway = Gateway(config.servers, manifests={n: Manifest((tool,), 0.0) for n in ("a", "b")}, mode="describe")
+    hello: dict[str, Any] = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c"}}
+    gateway.from_client(request_line(0, "initialize", hello), 0.0)
+    assert gateway.from_client(request_line(7, "tools/call", {"name": "b__slow", "arguments": {}}), 0.0) == [Start("b")]
+    [init] = gateway.started("b", 0.0)
+    assert isinstance(init, Send)
+    answer: dict[str, Any] = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "b", "version": "1"},
+    }
+    sent = gateway.from_server("b", result_line(parse(init.data)["id"], answer), 0.0)
+    [fetch] = [parse(a.data) for a in sent if isinstance(a, Send) and b"tools/list" in a.data]
+    sent = gateway.from_server("b", result_line(fetch["id"], {"tools": [dict(tool)]}), 0.0)
+    assert [parse(a.data)["params"]["name"] for a in sent if isinstance(a, Send)] == ["slow"]
+    cancel = notification_line("notifications/cancelled", {"requestId": 7})
+    assert gateway.from_client(cancel, 0.0) == [Send("b", cancel)]
+    assert gateway.from_client(notification_line("notifications/cancelled", {"requestId": 8}), 0.0) == []
+
+
+def test_a_server_whose_new_list_takes_another_servers_name_fails_alone() -> None:
+    config = parse_config(
+        {"mcpServers": {"a_b": {"command": "x"}, "a": {"command": "y"}}, "lazymcp": {"separator": "_"}}
+    )
+    tool = {"name": "c", "inputSchema": {"type": "object"}}
+    gateway = Gateway(config.servers, manifests={"a_b": Manifest((tool,), 0.0)}, separator="_", mode="describe")
+    hello: dict[str, Any] = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c"}}
+    gateway.from_client(request_line(0, "initialize", hello), 0.0)
+    assert gateway.launch() == [Start("a")]  # no manifest: its list is needed
+    [init] = gateway.started("a", 0.0)
+    assert isinstance(init, Send)
+    answer: dict[str, Any] = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "a"}}
+    sent = gateway.from_server("a", result_line(parse(init.data)["id"], answer), 0.0)
+    [fetch] = [parse(a.data) for a in sent if isinstance(a, Send) and b"tools/list" in a.data]
+    clash = {"name": "b_c", "inputSchema": {"type": "object"}}
+    failed = gateway.from_server("a", result_line(fetch["id"], {"tools": [clash]}), 0.0)
+    [stop] = [action for action in failed if isinstance(action, Stop)]
+    assert stop.reason == "server 'a': tool 'b_c' becomes 'a_b_c', the name of server 'a_b''s tool 'c'"
+    assert gateway.catalog.names == ["a_b_c"]

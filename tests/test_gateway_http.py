@@ -1,0 +1,99 @@
+"""``lazymcp gateway --http`` lets in only its team: real HTTP clients with no token, a wrong one, the right one."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from lazymcp.cli import main
+
+from .conftest import free_port
+from .test_proxy import listening
+
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+TOKEN = "team-secret-7f3a"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_only_requests_with_the_token_get_in(everything_command: list[str], tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    server = {"command": everything_command[0], "args": everything_command[1:]}
+    config.write_text(json.dumps({"mcpServers": {"everything": server}}))
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    port = free_port()
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config)]
+    command += ["--http", f"127.0.0.1:{port}", "--token-file", str(token_file)]
+    async with listening(command, port) as url:
+        with anyio.fail_after(60):
+            async with httpx2.AsyncClient() as raw:
+                missing = await raw.post(url, json=INIT)
+                wrong = await raw.post(url, json=INIT, headers={"Authorization": "Bearer not-it"})
+                right = await raw.post(url, json=INIT, headers={"Authorization": f"Bearer {TOKEN}"})
+            team = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+            async with team, Client(streamable_http_client(url, http_client=team), mode="legacy") as client:
+                listing = await client.list_tools()
+                echoed = await client.call_tool("everything__echo", {"message": "team"})
+    assert (missing.status_code, wrong.status_code) == (401, 401)
+    assert missing.headers["www-authenticate"].startswith("Bearer")
+    assert right.status_code == 200 and right.json()["result"]["serverInfo"]["name"] == "lazymcp-gateway"
+    assert "everything__echo" in [tool.name for tool in listing.tools]
+    assert "team" in str(echoed.content[0])
+
+
+def test_listening_off_loopback_without_a_token_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LAZYMCP_GATEWAY_TOKEN", raising=False)
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {}}))
+    assert main(["gateway", "--config", str(config), "--http", "0.0.0.0:9"]) == 2
+    assert "without a token" in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_a_remote_entry_sends_its_headers_with_variables_from_the_environment(
+    everything_command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A team's gateway (over HTTP, with a token) as a remote server of a user's gateway (over stdio)."""
+    team_config = tmp_path / "team.json"
+    server = {"command": everything_command[0], "args": everything_command[1:]}
+    team_config.write_text(json.dumps({"mcpServers": {"everything": server}}))
+    monkeypatch.setenv("LAZYMCP_GATEWAY_TOKEN", TOKEN)
+    port = free_port()
+    team = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(team_config), "--http", f"127.0.0.1:{port}"]
+    async with listening(team, port) as url:
+        monkeypatch.delenv("LAZYMCP_GATEWAY_TOKEN")
+        mine = tmp_path / "mine.json"
+        remote = {"type": "http", "url": url, "headers": {"Authorization": "Bearer ${TEAM_TOKEN}"}}
+        mine.write_text(json.dumps({"mcpServers": {"team": remote}, "lazymcp": {"mode": "eager"}}))
+        env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "TEAM_TOKEN": TOKEN}
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "lazymcp", "gateway", "--config", str(mine)], env={**os.environ, **env}
+        )
+        with anyio.fail_after(60):
+            async with Client(params, mode="legacy") as client:
+                listing = await client.list_tools()
+                echoed = await client.call_tool("team__everything__echo", {"message": "via the team"})
+    assert "team__everything__echo" in [tool.name for tool in listing.tools]
+    assert "via the team" in str(echoed.content[0])
