@@ -40,8 +40,6 @@ class ErrorCode(IntEnum):
     REQUEST_TIMEOUT = -32001
     #: LSP's code, as MCP clients know it: the request was cancelled before its answer.
     REQUEST_CANCELLED = -32800
-    #: Implementation-defined: a limit was reached (sessions, body size, a request id in use); spec "Limits".
-    LIMIT_REACHED = -32002
 
 
 class LazyMCPError(Exception):
