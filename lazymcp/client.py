@@ -67,14 +67,23 @@ class LazyClient:
                 # A client told to adopt 2026-07-28 without probing has no capabilities yet: ask.
                 try:
                     discovered = await raw_request(self.session, "server/discover")
-                except MCPError:
-                    discovered = {}  # a server (or a bridge) that cannot discover: no advertisement
-                extensions = discovered.get("capabilities", {}).get("extensions") or {}
+                    extensions = discovered.get("capabilities", {}).get("extensions") or {}
+                except MCPError:  # a server that cannot discover (a proxy bridging to a 2025-only one)
+                    extensions = {EXT_ID: {}} if await self._describes() else {}
         except BaseException:
             await self._stack.aclose()
             raise
         self._settings = dict(extensions[EXT_ID]) if isinstance(extensions.get(EXT_ID), dict) else None
         return self
+
+    async def _describes(self) -> bool:
+        """Does the server answer ``tools/describe``? A server with the extension refuses an empty name
+        with -32602 (LT-13); one without answers -32601."""
+        try:
+            await raw_request(self.session, DESCRIBE, {"name": ""})
+        except MCPError as exc:
+            return exc.error.code == types.INVALID_PARAMS
+        return True
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -371,6 +371,19 @@ def test_a_bridged_result_goes_through_the_2026_wire_model_of_the_proxys_router(
 
 
 @pytest.mark.anyio
+async def test_a_pinned_2026_aware_client_finds_the_extension_through_the_bridge(everything_command: list[str]) -> None:
+    """The bridge leaves server/discover to the 2025-only upstream (-32601, so that auto clients stay in
+    2025-11-25); LazyClient then learns the extension from how tools/describe answers."""
+    with anyio.fail_after(60):
+        async with LazyClient(proxy_params(*everything_command), mode="2026-07-28") as lazy:
+            supported = lazy.server_supports_lazy
+            tool = await lazy.describe("echo")
+            missing = await lazy.describe_batch(["echo", "nope"])
+    assert supported and tool["name"] == "echo"
+    assert [found["name"] for found in missing[0]] == ["echo"] and missing[1] == ["nope"]
+
+
+@pytest.mark.anyio
 async def test_a_2026_client_reaches_a_2025_only_node_server_through_the_bridge(everything_command: list[str]) -> None:
     params = proxy_params(*everything_command)
     with anyio.fail_after(60):
