@@ -189,7 +189,9 @@ class HttpFront:
     async def _open(self, *, remap_ids: bool) -> HttpSession | Response:
         if not self._make_room():
             limit = self.limits.max_sessions
-            return _error(None, 503, f"Too many sessions: the proxy serves at most {limit} busy ones (--max-sessions)")
+            return error_response(
+                None, 503, f"Too many sessions: the proxy serves at most {limit} busy ones (--max-sessions)"
+            )
         upstream = self.make_upstream()
         side = HttpSession(
             lambda sink: Link(self.make_router(), upstream, sink), remap_ids=remap_ids, limits=self.limits
@@ -200,7 +202,7 @@ class HttpFront:
             message = str(getattr(exc, "message", exc))
             say(message)
             await side.link.close()
-            return _error(None, 502, f"Upstream unavailable: {message}", code=ErrorCode.UPSTREAM_ERROR)
+            return error_response(None, 502, f"Upstream unavailable: {message}", code=ErrorCode.UPSTREAM_ERROR)
         side.link.done.add_done_callback(lambda _: self._ended(side))
         return side
 
@@ -249,10 +251,10 @@ class HttpFront:
         try:
             message = jsonrpc.parse(body)
         except jsonrpc.NotJSONRPC:
-            return _error(None, 400, "Parse error: not a JSON-RPC message", code=ErrorCode.PARSE_ERROR)
+            return error_response(None, 400, "Parse error: not a JSON-RPC message", code=ErrorCode.PARSE_ERROR)
         invalid = _invalid(message)
         if invalid is not None:
-            return _error(None, 400, f"Invalid request: {invalid}")
+            return error_response(None, 400, f"Invalid request: {invalid}")
         method = message.get("method")
         modern = request.headers.get(PROTOCOL_HEADER) in MODERN_VERSIONS
         headers: dict[str, str] = {}
@@ -307,7 +309,9 @@ class HttpFront:
         else:
             key, line = original, body
             if jsonrpc.id_key(key) in side.waiting:
-                return _error(original, 409, "Invalid request: this id is already in use by a request in flight")
+                return error_response(
+                    original, 409, "Invalid request: this id is already in use by a request in flight"
+                )
         waiter: asyncio.Future[jsonrpc.Message] = loop.create_future()
         side.waiting[jsonrpc.id_key(key)] = waiter
         if method == "subscriptions/listen":
@@ -359,7 +363,7 @@ S = TypeVar("S")
 def session_of(sessions: Mapping[str, S], request: Request, message: jsonrpc.Message) -> S | Response:
     """The session a request names (``Mcp-Session-Id``), or the 404 that says it has none."""
     found = sessions.get(request.headers.get(SESSION_HEADER, ""))
-    return found if found is not None else _error(message.get("id"), 404, "Session not found: initialize first")
+    return found if found is not None else error_response(message.get("id"), 404, "Session not found: initialize first")
 
 
 def new_session(sessions: dict[str, S], side: S, headers: dict[str, str]) -> S:
@@ -412,7 +416,9 @@ class Guard:
         return None
 
 
-def _error(request_id: object, status: int, text: str, *, code: ErrorCode = ErrorCode.INVALID_REQUEST) -> Response:
+def error_response(
+    request_id: object, status: int, text: str, *, code: ErrorCode = ErrorCode.INVALID_REQUEST
+) -> Response:
     body = jsonrpc.encode(jsonrpc.error_message(request_id, code, text))
     return Response(body, status_code=status, media_type="application/json")
 

@@ -104,6 +104,12 @@ class _Reader:
         where = self.source if server is None else f"{self.source}: server {server!r}"
         return ConfigError(f"{where}: {message}")
 
+    def obj(self, server: str | None, value: object, message: str) -> Mapping[str, object]:
+        """``value`` as a JSON object, else the error ``message`` (naming ``server`` when given)."""
+        if not isinstance(value, Mapping):
+            raise self.fail(server, message)
+        return cast(Mapping[str, object], value)
+
     def strings(self, server: str, key: str, value: object) -> list[str]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in cast(list[object], value)):
             raise self.fail(server, f"field {key!r} must be a list of strings")
@@ -118,9 +124,7 @@ class _Reader:
         return {k: expand(v, self.environ, where) for k, v in cast(Mapping[str, str], value).items()}
 
     def server(self, name: str, data: object, settings: object) -> ServerEntry:
-        if not isinstance(data, Mapping):
-            raise self.fail(name, "expected an object with 'command' or 'url'")
-        data = cast(Mapping[str, object], data)
+        data = self.obj(name, data, "expected an object with 'command' or 'url'")
         known = STDIO_KEYS | REMOTE_KEYS | COMMON_KEYS
         self.unknown += [f"server {name!r}, field {key!r}" for key in data if key not in known]
         kind = data.get("type", data.get("transport"))
@@ -187,34 +191,24 @@ def parse_config(data: object, *, source: str = "config", environ: Mapping[str, 
         ConfigError: the value is not a configuration of MCP servers, or a server entry is invalid.
     """
     reader = _Reader(source, os.environ if environ is None else environ)
-    if not isinstance(data, Mapping):
-        raise reader.fail(None, "expected a JSON object with 'mcpServers' (or 'servers')")
-    data = cast(Mapping[str, object], data)
+    data = reader.obj(None, data, "expected a JSON object with 'mcpServers' (or 'servers')")
     key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
     if key is None:
         raise reader.fail(None, "no 'mcpServers' (or VS Code's 'servers') object of servers")
-    servers = data[key]
-    if not isinstance(servers, Mapping):
-        raise reader.fail(None, f"field {key!r} must be an object of servers by name")
-    top = data.get("lazymcp", {})
-    if not isinstance(top, Mapping):
-        raise reader.fail(None, "field 'lazymcp' must be an object")
-    top = cast(Mapping[str, object], top)
+    servers = reader.obj(None, data[key], f"field {key!r} must be an object of servers by name")
+    top = reader.obj(None, data.get("lazymcp", {}), "field 'lazymcp' must be an object")
     unknown_top = [k for k in top if k not in TOP_KEYS]
     if unknown_top:
         raise reader.fail(
             None, f"unknown field 'lazymcp.{unknown_top[0]}'; expected any of {', '.join(sorted(TOP_KEYS))}"
         )
-    per_server = top.get("servers", {})
-    if not isinstance(per_server, Mapping):
-        raise reader.fail(None, "field 'lazymcp.servers' must be an object of settings by server name")
-    per_server = cast(Mapping[str, object], per_server)
+    per_server = reader.obj(
+        None, top.get("servers", {}), "field 'lazymcp.servers' must be an object of settings by server name"
+    )
     missing = [name for name in per_server if name not in servers]
     if missing:
         raise reader.fail(None, f"'lazymcp.servers' names {missing[0]!r}, which is not a server of {key!r}")
-    entries = [
-        reader.server(name, value, per_server.get(name)) for name, value in cast(Mapping[str, object], servers).items()
-    ]
+    entries = [reader.server(name, value, per_server.get(name)) for name, value in servers.items()]
     separator = _checked(top, "separator", str, reader) or DEFAULT_SEPARATOR
     mode = _checked(top, "mode", str, reader)
     budget = _checked(top, "budget", int, reader)

@@ -32,12 +32,12 @@ from lazymcp.proxy_http import (
     LOOPBACK,
     SESSION_HEADER,
     Guard,
+    error_response,
     event_stream,
     new_session,
     refuse_non_json,
     session_of,
 )
-from lazymcp.proxy_http import _error as error_response  # pyright: ignore[reportPrivateUsage]
 
 if TYPE_CHECKING:
     from lazymcp.gateway.core import Gateway

@@ -19,25 +19,35 @@ __all__ = ["Action", "Link", "Save", "Say", "Send", "Start", "Stop", "ToClient"]
 
 
 @dataclass(frozen=True, slots=True)
-class Send:
+class _ForServer:
     server: str
+    """The server's name in the configuration."""
+
+
+class Start(_ForServer):
+    """Start the server's process or connection (the I/O then calls ``Gateway.started``)."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Send(_ForServer):
+    """Write ``data`` (one line) to the server."""
+
     data: bytes
 
 
 @dataclass(frozen=True, slots=True)
-class Start:
-    server: str
+class Stop(_ForServer):
+    """The server failed: end its process, saying ``reason``."""
 
-
-@dataclass(frozen=True, slots=True)
-class Stop:
-    server: str
     reason: str
 
 
 @dataclass(frozen=True, slots=True)
-class Save:
-    server: str
+class Save(_ForServer):
+    """Write the server's manifest: its tools and version."""
+
     tools: tuple[Tool, ...]
     version: str | None
 
