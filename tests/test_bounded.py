@@ -334,15 +334,24 @@ def test_drop_oldest_keeps_the_newest_and_reports_the_first_drop_once() -> None:
 
 
 async def http(
-    port: int, method: str, body: bytes = b"", headers: dict[str, str] | None = None, *, host: str = "127.0.0.1"
+    port: int,
+    method: str,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+    *,
+    host: str = "127.0.0.1",
+    sent: anyio.Event | None = None,
 ) -> tuple[int, dict[str, str], bytes]:
-    """One raw HTTP/1.1 exchange on a fresh connection: status, headers, body."""
+    """One raw HTTP/1.1 exchange on a fresh connection: status, headers, body (``sent`` is set once the
+    request is written)."""
     fields = {"Host": f"{host}:{port}", "Content-Type": "application/json", "Connection": "close"}
     fields |= {"Accept": "application/json, text/event-stream", "Content-Length": str(len(body))}
     fields |= headers or {}
     head = f"{method} /mcp HTTP/1.1\r\n" + "".join(f"{key}: {value}\r\n" for key, value in fields.items()) + "\r\n"
     async with await anyio.connect_tcp("127.0.0.1", port) as stream:
         await stream.send(head.encode() + body)
+        if sent is not None:
+            sent.set()
         chunks = []
         try:
             while True:
@@ -373,8 +382,10 @@ async def http_chunked(port: int, body: bytes) -> int:
     return int(reply.split(b" ", 2)[1])
 
 
-async def post(port: int, message: object, headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any] | None]:
-    status, _, content = await http(port, "POST", json.dumps(message).encode(), headers)
+async def post(
+    port: int, message: object, headers: dict[str, str] | None = None, *, sent: anyio.Event | None = None
+) -> tuple[int, dict[str, Any] | None]:
+    status, _, content = await http(port, "POST", json.dumps(message).encode(), headers, sent=sent)
     try:
         return status, json.loads(content)
     except ValueError:
@@ -476,12 +487,15 @@ async def test_sigterm_ends_the_http_proxy_with_a_request_in_flight_and_reaps_it
             upstreams = children(process.pid)
             outcome: list[Any] = []
 
+            sent = anyio.Event()
+
             async def hanging() -> None:
-                outcome.append(await post(port, tool_call(2, "hang"), session))
+                outcome.append(await post(port, tool_call(2, "hang"), session, sent=sent))
 
             async with anyio.create_task_group() as group:
                 group.start_soon(hanging)
-                await post(port, request(3, "ping"), session)  # the hang is in flight
+                await sent.wait()  # the hang's bytes are in before the ping's connection opens
+                await post(port, request(3, "ping"), session)  # so once the ping is answered, the hang is in flight
                 process.terminate()
                 with anyio.fail_after(10):
                     await process.wait()
