@@ -63,6 +63,7 @@ class ClientStdio:
         self._in: asyncio.ReadTransport | None = None
         self._reader: asyncio.Task[None] | None = None
         self._resume = asyncio.Event()
+        self._lines: Lines | None = None
         self._resume.set()
         self._reasons: set[str] = set()
         self.on_out_pressure: Callable[[bool], None] = lambda paused: None
@@ -88,6 +89,7 @@ class ClientStdio:
                 self._out_fd = None
 
     async def open_input(self, lines: Lines) -> None:
+        self._lines = lines
         loop = asyncio.get_running_loop()
         if not _pollable(self.stdin, selectors.EVENT_READ):  # a regular file or /dev/null: a worker thread reads
             self._reader = asyncio.ensure_future(self._read_blocking(lines))
@@ -117,6 +119,8 @@ class ClientStdio:
             self._reasons.discard(reason)
         if bool(self._reasons) == was:
             return
+        if self._lines is not None:
+            self._lines.hold(bool(self._reasons))  # the lines already read wait too
         if self._reasons:
             self._resume.clear()
             if self._in is not None and not self._in.is_closing():

@@ -118,6 +118,8 @@ def _stdin_lines() -> AsyncIterable[str]:
 
 FLUSH_SECONDS = 1.0
 """After the server stops, how long its last messages get to reach stdout."""
+MAX_UNANSWERED = 64
+"""Requests read and not yet answered; past it serve reads no more until answers are written."""
 DRAIN_SECONDS = 300.0
 """At the end of input, how long serve waits for the answers to the requests it has read."""
 
@@ -136,6 +138,7 @@ class CheckedLines:
         self._source = source
         self.reply: Callable[[SessionMessage], Awaitable[None]] | None = None
         self._owed: set[tuple[str, object]] = set()
+        self._unanswered = 0
         self._settled: anyio.Event | None = None
 
     def __aiter__(self) -> AsyncIterator[str]:
@@ -143,8 +146,14 @@ class CheckedLines:
 
     def answered(self, request_id: object) -> None:
         self._owed.discard(jsonrpc.id_key(request_id))
-        if not self._owed and self._settled is not None:
+        self._unanswered = max(self._unanswered - 1, 0)
+        if self._settled is not None:
             self._settled.set()
+
+    async def _settle(self, done: Callable[[], bool]) -> None:
+        while not done():
+            self._settled = anyio.Event()
+            await self._settled.wait()
 
     async def _lines(self) -> AsyncIterator[str]:
         async for line in self._source:
@@ -152,13 +161,26 @@ class CheckedLines:
             if answer is None:
                 if '"id"' in line and '"method"' in line:
                     self._owe(line)
+                elif "notifications/cancelled" in line:
+                    self._cancelled(line)
                 yield line
+                # A client that does not read its answers is not read either: its answers wait in
+                # the pipe, not in memory.
+                await self._settle(lambda: self._unanswered < MAX_UNANSWERED)
             elif self.reply is not None:
                 await self.reply(SessionMessage(answer))
         with anyio.move_on_after(DRAIN_SECONDS):
-            while self._owed:
-                self._settled = anyio.Event()
-                await self._settled.wait()
+            await self._settle(lambda: not self._owed)
+
+    def _cancelled(self, line: str) -> None:
+        """A cancelled request is owed no answer (and may get none)."""
+        try:
+            frame: object = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return
+        request_id = jsonrpc.field(jsonrpc.field(frame, "params"), "requestId")
+        if jsonrpc.field(frame, "method") == "notifications/cancelled" and jsonrpc.id_key(request_id) in self._owed:
+            self.answered(request_id)
 
     def _owe(self, line: str) -> None:
         try:
@@ -167,6 +189,7 @@ class CheckedLines:
             return
         if isinstance(frame, dict) and "method" in frame and "id" in frame:
             self._owed.add(jsonrpc.id_key(cast(dict[str, object], frame)["id"]))
+            self._unanswered += 1
 
 
 _ID = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')

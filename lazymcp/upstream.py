@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, Protocol, cast
@@ -46,12 +47,19 @@ class Upstream(Protocol):
 
 
 class Lines(asyncio.Protocol):
-    """Split a byte stream into lines and hand each to ``on_line``; report the end to ``on_eof``."""
+    """Split a byte stream into lines and hand each to ``on_line``; report the end to ``on_eof``.
+
+    ``hold(True)`` stops handing lines over at the next line, even inside one read (a single read
+    can hold a thousand requests, each with a large answer); ``hold(False)`` goes on where it stopped.
+    """
 
     def __init__(self, on_line: LineSink, on_eof: Callable[[], None]) -> None:
         self._on_line = on_line
         self._on_eof = on_eof
         self._chunks: list[bytes] = []  # a line in pieces: joined once, so a huge line costs linear time
+        self._ready: deque[bytes] = deque()  # whole lines not yet handed over (held)
+        self._held = False
+        self._eof = False
         self._ended = False
 
     def data_received(self, data: bytes) -> None:
@@ -66,20 +74,31 @@ class Lines(asyncio.Protocol):
         tail = lines.pop()
         if tail:
             self._chunks.append(tail)
-        for line in lines:
-            if line.strip():
-                self._on_line(line)
+        self._ready.extend(line for line in lines if line.strip())
+        self._hand_over()
+
+    def hold(self, held: bool) -> None:
+        self._held = held
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        while self._ready and not self._held:
+            self._on_line(self._ready.popleft())
+        if self._eof and not self._ready:
+            self._end()
 
     def eof_received(self) -> bool:
         rest = b"".join(self._chunks)
         self._chunks = []
         if rest.strip():
-            self._on_line(rest)
-        self._end()
+            self._ready.append(rest)
+        self._eof = True
+        self._hand_over()
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._end()
+        self._eof = True
+        self._hand_over()
 
     def _end(self) -> None:
         if not self._ended:

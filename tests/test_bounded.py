@@ -319,7 +319,9 @@ async def test_a_client_that_never_reads_its_answers_is_not_read_either(tmp_path
             peak = rss_kib(client.process.pid)
             client.process.kill()
     assert written < 20_000  # each answer is ~250 kB: unbounded buffering would have taken them all
-    assert peak < 300_000
+    # The lines of one read wait too once the output is full: ~110 MB here, where answering a whole
+    # read (a thousand requests) before pausing took the proxy past 300 MB.
+    assert peak < 200_000
 
 
 def test_drop_oldest_keeps_the_newest_and_reports_the_first_drop_once() -> None:
@@ -698,3 +700,26 @@ def test_serve_answers_every_request_read_before_the_end_of_input() -> None:
         done = piped([sys.executable, "-m", "lazymcp", "serve"], script)
         assert done.returncode == 0
         assert ids_of(done.stdout) == [0, 1, 2, 3]
+
+
+@pytest.mark.anyio
+async def test_serve_does_not_read_a_client_that_never_reads_its_answers(tmp_path: Path) -> None:
+    catalog = tmp_path / "tools.json"
+    big = [{"name": f"tool_{n}", "description": "d" * 400, "inputSchema": {"type": "object"}} for n in range(500)]
+    catalog.write_text(json.dumps(big))
+    command = [sys.executable, "-m", "lazymcp", "serve", "--catalog", str(catalog), "--mode", "eager"]
+    with anyio.fail_after(TIMEOUT * 2):
+        async with peer(command) as client:
+            await client.handshake()
+            assert client.process.stdin is not None
+            written = 0
+            with anyio.move_on_after(5):  # serve stops reading: the writes block
+                while written < 20_000:
+                    await client.process.stdin.send(b"".join(frame(request(10 + n, "tools/list")) for n in range(10)))
+                    written += 10
+            peak = rss_kib(client.process.pid)
+            client.process.kill()
+    # Bounded, serve reads ~2,000 of them (64 unanswered and a pipe's worth); unbounded it read ~14,000
+    # in the same 5 s, its memory growing with every answer (~250 kB each) it could not write.
+    assert written < 4_000
+    assert peak < 200_000
