@@ -21,6 +21,17 @@ os.environ.setdefault("LAZYMCP_CACHE_DIR", str(ROOT / ".cache" / "embeddings"))
 ERAS = ("legacy", "2026-07-28")
 """Client modes: the 2025-11-25 handshake era and the 2026-07-28 modern era."""
 
+STOCK_STUB_KEYS = frozenset({"name", "description", "inputSchema", "title", "outputSchema", "annotations", "execution"})
+"""What a stock stub may carry: what the model sees (name, description, input schema), and what clients
+use outside the prompt."""
+
+
+def initialize_request(client: str = "t", request_id: int = 1) -> dict[str, Any]:
+    """A 2025-11-25 ``initialize`` request, as a raw JSON-RPC message."""
+    info = {"name": client, "version": "1"}
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now (loopback only)."""

@@ -394,6 +394,27 @@ async def post(
         return status, None
 
 
+async def open_session(port: int) -> dict[str, str]:
+    """A 2025-11-25 session on the HTTP proxy, initialized: the headers that name it."""
+    _, headers, _ = await http(port, "POST", json.dumps(request(1, "initialize", INIT)).encode())
+    session = {"Mcp-Session-Id": headers["mcp-session-id"]}
+    await post(port, INITIALIZED, session)
+    return session
+
+
+async def put_in_flight(group: Any, port: int, message: object, session: dict[str, str], outcome: list[Any]) -> None:
+    """POST ``message`` in the background (its answer goes to ``outcome``); returns once the proxy has it:
+    its bytes are written before a ping's connection opens, and the ping is answered."""
+    sent = anyio.Event()
+
+    async def run() -> None:
+        outcome.append(await post(port, message, session, sent=sent))
+
+    group.start_soon(run)
+    await sent.wait()
+    await post(port, request(99, "ping"), session)
+
+
 @asynccontextmanager
 async def http_proxy(
     *upstream: str, flags: Sequence[str] = (), bind: str = "127.0.0.1"
@@ -482,22 +503,12 @@ async def test_a_post_with_a_bad_id_or_method_is_refused_at_once_and_sigterm_sti
 async def test_sigterm_ends_the_http_proxy_with_a_request_in_flight_and_reaps_its_upstreams() -> None:
     with anyio.fail_after(TIMEOUT):
         async with http_proxy(*hostile()) as (port, process):
-            _, headers, _ = await http(port, "POST", json.dumps(request(1, "initialize", INIT)).encode())
-            session = {"Mcp-Session-Id": headers["mcp-session-id"]}
-            await post(port, INITIALIZED, session)
+            session = await open_session(port)
             await post(port, modern_call(1, "echo"), MODERN_HEADERS)
             upstreams = children(process.pid)
             outcome: list[Any] = []
-
-            sent = anyio.Event()
-
-            async def hanging() -> None:
-                outcome.append(await post(port, tool_call(2, "hang"), session, sent=sent))
-
             async with anyio.create_task_group() as group:
-                group.start_soon(hanging)
-                await sent.wait()  # the hang's bytes are in before the ping's connection opens
-                await post(port, request(3, "ping"), session)  # so once the ping is answered, the hang is in flight
+                await put_in_flight(group, port, tool_call(2, "hang"), session, outcome)
                 process.terminate()
                 with anyio.fail_after(10):
                     await process.wait()
@@ -510,17 +521,10 @@ async def test_sigterm_ends_the_http_proxy_with_a_request_in_flight_and_reaps_it
 async def test_a_2025_client_cancelling_its_request_gets_its_post_answered() -> None:
     with anyio.fail_after(TIMEOUT):
         async with http_proxy(*hostile()) as (port, _):
-            _, headers, _ = await http(port, "POST", json.dumps(request(1, "initialize", INIT)).encode())
-            session = {"Mcp-Session-Id": headers["mcp-session-id"]}
-            await post(port, INITIALIZED, session)
+            session = await open_session(port)
             outcome: list[Any] = []
-
-            async def hanging() -> None:
-                outcome.append(await post(port, tool_call(2, "hang"), session))
-
             async with anyio.create_task_group() as group:
-                group.start_soon(hanging)
-                await post(port, request(3, "ping"), session)
+                await put_in_flight(group, port, tool_call(2, "hang"), session, outcome)
                 cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
                 assert (await post(port, cancel, session))[0] == 202
             after = await post(port, tool_call(2, "echo"), session)  # the cancelled request's id is free again
@@ -532,17 +536,10 @@ async def test_a_2025_client_cancelling_its_request_gets_its_post_answered() -> 
 async def test_a_post_reusing_an_id_in_flight_is_refused() -> None:
     with anyio.fail_after(TIMEOUT):
         async with http_proxy(*hostile()) as (port, _):
-            _, headers, _ = await http(port, "POST", json.dumps(request(1, "initialize", INIT)).encode())
-            session = {"Mcp-Session-Id": headers["mcp-session-id"]}
-            await post(port, INITIALIZED, session)
+            session = await open_session(port)
             results: list[Any] = []
-
-            async def slow() -> None:
-                results.append(await post(port, tool_call(5, "slow", seconds=1), session))
-
             async with anyio.create_task_group() as group:
-                group.start_soon(slow)
-                await post(port, request(6, "ping"), session)
+                await put_in_flight(group, port, tool_call(5, "slow", seconds=1), session, results)
                 reused = await post(port, tool_call(5, "echo"), session)
     assert reused[0] == 409
     assert results[0][0] == 200 and "result" in results[0][1]
@@ -590,9 +587,7 @@ async def test_sessions_past_the_cap_get_503_and_a_failed_sessions_process_is_re
 async def test_a_session_that_failed_on_the_timeout_has_its_upstream_reaped() -> None:
     with anyio.fail_after(TIMEOUT):
         async with http_proxy(*hostile(), flags=["--timeout", "1"]) as (port, process):
-            _, headers, _ = await http(port, "POST", json.dumps(request(1, "initialize", INIT)).encode())
-            session = {"Mcp-Session-Id": headers["mcp-session-id"]}
-            await post(port, INITIALIZED, session)
+            session = await open_session(port)
             [upstream] = children(process.pid)
             hung = await post(port, tool_call(2, "hang"), session)
             with anyio.fail_after(10):
@@ -607,9 +602,7 @@ async def test_a_session_that_failed_on_the_timeout_has_its_upstream_reaped() ->
 async def test_a_session_that_never_reads_its_event_stream_keeps_a_bounded_buffer() -> None:
     with anyio.fail_after(TIMEOUT):
         async with http_proxy(*hostile()) as (port, process):
-            _, headers, _ = await http(port, "POST", json.dumps(request(1, "initialize", INIT)).encode())
-            session = {"Mcp-Session-Id": headers["mcp-session-id"]}
-            await post(port, INITIALIZED, session)
+            session = await open_session(port)
             for number in range(3):  # 3 x 1,500 notifications for a buffer of 1,024, never read
                 assert "result" in (await post(port, tool_call(2 + number, "flood", count=1500, size=50), session))[1]
             process.terminate()

@@ -10,7 +10,7 @@ import pytest
 
 from lazymcp.cli import main
 
-from .conftest import CATALOGS, shared_catalog
+from .conftest import CATALOGS, initialize_request, shared_catalog
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
@@ -191,16 +191,7 @@ def converse(command: list[str], *, timeout: float = 60) -> tuple[list[dict[str,
     import subprocess
 
     lines = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        },
+        initialize_request(),
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]

@@ -38,7 +38,7 @@ from mcp import Client
 
 from lazymcp.client import raw_request
 
-from .conftest import free_port
+from .conftest import free_port, initialize_request
 from .interop.conformance_server import JSON_SCHEMA_TOOL_INPUT
 from .interop.support import (
     CACHE,
@@ -213,16 +213,7 @@ async def probe_schema(url: str) -> tuple[Any, Any]:
 
 def post_initialize(url: str, *, origin: str) -> int:
     """The HTTP status of a raw ``initialize`` POST carrying ``origin`` (the Host is the server's own)."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "probe", "version": "1"},
-        },
-    }
+    body = initialize_request("probe")
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Origin": origin}
     request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
     try:

@@ -34,7 +34,7 @@ from mcp import Client, StdioServerParameters
 from lazymcp.client import raw_request
 from lazymcp.sample import sample_tools
 
-from .conftest import free_port
+from .conftest import STOCK_STUB_KEYS, free_port
 from .interop.support import CACHE, HOST, INTEROP, TS_SDK, lazymcp, node, npm_packages, serving
 
 EXT_ID = "io.lazymcp/lazy-tools"
@@ -110,15 +110,7 @@ def check_lazy_side(steps: dict[str, Any], full: list[dict[str, Any]], case: dic
         assert [stub["name"] for stub in stubs] == names
         for stub in stubs:
             assert stub["inputSchema"] == {"type": "object", "properties": {}}
-            assert set(stub) <= {
-                "name",
-                "description",
-                "inputSchema",
-                "title",
-                "outputSchema",
-                "annotations",
-                "execution",
-            }
+            assert set(stub) <= STOCK_STUB_KEYS
         assert value(steps, "rawLazyTrue") == listed["tools"]
 
     # LT-10, LT-11, LT-12: describes equal the full entries.

@@ -40,7 +40,7 @@ from pydantic import BaseModel
 
 from lazymcp.client import LazyClient, raw_request
 
-from .conftest import ERAS
+from .conftest import ERAS, STOCK_STUB_KEYS
 
 # ping, resources/subscribe and logging/setLevel are deprecated as of 2026-07-28; the SDK warns
 # even in mode "legacy", where they are the protocol this server speaks.
@@ -773,15 +773,7 @@ async def test_stock_client_gets_valid_stubs_and_describe_tools_returns_the_dire
             assert raw[1]["inputSchema"]["required"] == ["query"]
             for stub in raw[2:]:
                 assert stub["inputSchema"] == {"type": "object", "properties": {}}
-                assert set(stub) <= {
-                    "name",
-                    "description",
-                    "inputSchema",
-                    "title",
-                    "outputSchema",
-                    "annotations",
-                    "execution",
-                }
+                assert set(stub) <= STOCK_STUB_KEYS
 
             described = await proxied.call_tool(META_TOOL, {"names": names})
             assert described.is_error is not True
