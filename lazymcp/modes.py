@@ -101,10 +101,24 @@ def _definition(catalog: Catalog, canonical: str, mode: Mode) -> Tool:
 # --- tools/list --------------------------------------------------------------------------------
 
 
+def _page(
+    catalog: Catalog, key: str, entries: Callable[[], list[Any]], cursor: str | None, metas: Iterable[str], mode: Mode
+) -> dict[str, Any]:
+    """One page of ``entries`` behind the meta-tools ``metas``; a whole listing (no cursor, no page size),
+    the same for every client, is built once per catalog and handed out as a shallow copy."""
+
+    def build() -> dict[str, Any]:
+        return catalog.paginate(entries(), cursor, [_definition(catalog, name, mode) for name in metas])
+
+    if cursor is None and catalog.options.page_size is None:
+        return dict(catalog.memo(f"page:{key}", build))
+    return build()
+
+
 def stock_listing(catalog: Catalog, mode: Mode, detail: Detail, cursor: str | None) -> dict[str, Any]:
     """One page of stock stubs behind the ``describe`` mode's meta-tools."""
-    first = [_definition(catalog, name, mode) for name in catalog.options.stock_meta_tools]
-    return catalog.paginate(catalog.listing("stock", detail), cursor, first)
+    stubs = lambda: catalog.listing("stock", detail)  # noqa: E731
+    return _page(catalog, f"stock:{mode}:{detail}", stubs, cursor, catalog.options.stock_meta_tools, mode)
 
 
 def mode_listing(
@@ -116,15 +130,15 @@ def mode_listing(
         InvalidParams: a malformed or stale cursor.
     """
     if mode in ("describe", "eager"):  # describe with stock_default="eager" is the eager mode
-        first = [_definition(catalog, name, mode) for name in catalog.options.eager_meta_tools]
-        return catalog.paginate(catalog.listing("full", detail), cursor, first)
+        full = lambda: catalog.listing("full", detail)  # noqa: E731
+        return _page(catalog, f"full:{mode}", full, cursor, catalog.options.eager_meta_tools, mode)
     if mode == "dynamic":
         assert session is not None
         shown = core_names(catalog) | session.enabled.keys()
         first = [_definition(catalog, name, mode) for name in DYNAMIC]
         return catalog.paginate([tool for tool in catalog.tools if tool["name"] in shown], cursor, first)
-    first = [_definition(catalog, name, mode) for name in SURFACE]
-    return catalog.paginate(_core_listing(catalog) if mode == "core" else [], cursor, first)
+    core = (lambda: _core_listing(catalog)) if mode == "core" else list
+    return _page(catalog, f"surface:{mode}", core, cursor, SURFACE, mode)
 
 
 def _core_listing(catalog: Catalog) -> list[Tool]:
