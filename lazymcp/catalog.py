@@ -66,6 +66,26 @@ def _free_name(name: str, taken: Mapping[str, int]) -> str:
     return candidate
 
 
+def _problem(tool: object, position: int, index: Mapping[str, int], owner: str) -> tuple[str, str] | bytes:
+    """``tool``'s JSON, or why it cannot join a catalog that already indexes ``index``: the error that
+    refuses the catalog, and the line that names the tool left out (``owner``: whose tool it is)."""
+    name = tool.get("name") if isinstance(tool, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if not isinstance(name, str):
+        refusal = f"tool #{position} is not an object with a string 'name'"
+        return refusal, f"left out {owner}'s tool #{position}: not an object with a string 'name'"
+    shown = name if len(name) <= 80 else name[:80] + "…"
+    if name in index:
+        refusal = f"duplicate tool name {name!r} (tools #{index[name]} and #{position})"
+        return refusal, f"left out a second definition of {owner}'s tool {shown!r}: the first is kept"
+    try:
+        return orjson.dumps(tool)
+    except TypeError as exc:
+        return (
+            f"tool {name!r} is not JSON: {exc}",
+            f"left out {owner}'s tool {shown!r}: it cannot be served as JSON ({exc})",
+        )
+
+
 @dataclass(frozen=True, eq=False)
 class Catalog:
     """An immutable, precomputed tool catalog. Build it with ``Catalog.build``."""
@@ -93,30 +113,33 @@ class Catalog:
         *,
         declared: Metadata | None = None,
         origin: str | None = None,
+        rejected: list[str] | None = None,
+        owner: str = "the server",
     ) -> Catalog:
         """Precompute a catalog from tools as the server publishes them.
 
+        ``rejected``: leave a bad tool out (a repeated name keeps its first definition) and add a line
+        naming it (as ``owner``'s tool) here, instead of refusing the whole catalog: one bad definition
+        of a server the proxy fronts must not cost the rest.
+
         Raises:
-            CatalogError: a tool is not an object with a string ``name``, a name repeats, or a tool
-                is not JSON.
+            CatalogError: without ``rejected``, a tool is not an object with a string ``name``, a name
+                repeats, or a tool is not JSON.
         """
         options = options or Options()
         tool_list: list[Tool] = []
         index: dict[str, int] = {}
         digest = hashlib.sha256()
         for position, tool in enumerate(tools):
-            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise CatalogError(f"tool #{position} is not an object with a string 'name'")
-            name: str = tool["name"]
-            if name in index:
-                raise CatalogError(f"duplicate tool name {name!r} (tools #{index[name]} and #{position})")
-            try:
-                blob = orjson.dumps(tool)
-            except TypeError as exc:
-                raise CatalogError(f"tool {name!r} is not JSON: {exc}") from None
+            blob = _problem(tool, position, index, owner)
+            if isinstance(blob, tuple):
+                if rejected is None:
+                    raise CatalogError(blob[0])
+                rejected.append(blob[1])
+                continue
             digest.update(len(blob).to_bytes(8, "big"))
             digest.update(blob)
-            index[name] = position
+            index[tool["name"]] = len(tool_list)
             tool_list.append(tool)
         # The server's own tool wins; a meta-tool takes the first free name (spec §8, §17.7).
         meta_names = {name: _free_name(name, index) for name in META_TOOLS}

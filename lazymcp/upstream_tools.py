@@ -2,7 +2,7 @@
 (``lazy: false``) built into a ``Catalog``, and built again after each ``list_changed``.
 
 Sans-IO: the router sends the requests this asks for and hands it each answer. A listing is bounded
-in pages and time, and a bad tool is left out of the catalog (``lazymcp.quarantine``), not fatal.
+in pages and time, and a bad tool is left out of the catalog (``Catalog.build(rejected=...)``), not fatal.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from lazymcp.messages import Tool
 from lazymcp.modes import check_configuration
 from lazymcp.options import Options
 from lazymcp.paging import Pages, PagingError
-from lazymcp.quarantine import quarantine
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,19 +91,18 @@ class UpstreamTools:
             return Broken(f"{upstream}'s tools/list {exc}", fatal=self.catalog is None, said=True)
         if more:
             return self._pages.params()
-        kept, rejected = quarantine(self._pages.entries)
+        rejected: list[str] = []  # a bad tool is left out and named, never fatal
+        catalog = Catalog.build(
+            self._pages.entries, self.options, origin=origin, rejected=rejected, owner="the upstream"
+        )
+        if self.catalog is None:  # start-up: the configuration must name what the upstream has
+            try:
+                check_configuration(catalog)
+            except CatalogError as exc:
+                self.fetching = False
+                return Broken(exc.message, fatal=True)
         self._notes += [note for note in rejected if note not in self._quarantined]
         self._quarantined.update(rejected)
-        try:
-            catalog = Catalog.build(kept, self.options, origin=origin)
-            if self.catalog is None:  # start-up: the configuration must name what the upstream has
-                try:
-                    check_configuration(catalog)
-                except CatalogError as exc:
-                    self.fetching = False
-                    return Broken(exc.message, fatal=True)
-        except CatalogError as exc:
-            return self._broken(f"the upstream's tools cannot be served: {exc.message}")
         self.catalog = catalog
         self.fetching = False
         self._pages = Pages()
