@@ -48,11 +48,11 @@ def describe_command(command: Sequence[str] | str) -> str:
 
 def saving_line(catalog: Catalog) -> str:
     """``N tools, stock listing X% of full (what the model sees)`` for a catalog in its own mode."""
-    from lazymcp.stats import computed_listings
+    from lazymcp.stats import catalog_listings
     from lazymcp.tokens import ListingSize
 
     full = ListingSize.of(catalog.tools).visible.tokens
-    stock = ListingSize.of(computed_listings(catalog.tools, catalog.options)["stock"]).visible.tokens
+    stock = ListingSize.of(catalog_listings(catalog)["stock"]).visible.tokens
     share = f"{100 * stock / full:.1f}%" if full else "n/a"
     return f"{len(catalog.tools)} tools, a stock client's listing is {share} of the full one's tokens"
 

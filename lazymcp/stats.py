@@ -97,8 +97,12 @@ def computed_listings(full: Sequence[Tool], options: Options) -> dict[str, list[
     The ``stock`` listing is what a stock client's first plain ``tools/list`` gets in ``options.mode``
     (a ``dynamic`` session that has enabled nothing yet).
     """
-    catalog = Catalog.build(full, options)
-    session = DynamicSession() if options.mode == "dynamic" else None
+    return catalog_listings(Catalog.build(full, options))
+
+
+def catalog_listings(catalog: Catalog) -> dict[str, list[Any]]:
+    """The lazy listings ``catalog`` serves: the ``stock`` one in its own mode, and the bare stubs."""
+    session = DynamicSession() if catalog.options.mode == "dynamic" else None
     stock = list_tools(catalog, {}, Caller(session=session))
     listings: dict[str, list[Any]] = {"stock": stock.result["tools"]}
     for detail in DETAILS:
