@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import mcp.client.stdio  # noqa: F401  # its errlog default binds sys.stderr at import: the real one, not a test's capture
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
