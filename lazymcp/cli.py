@@ -21,6 +21,7 @@ import anyio
 import orjson
 
 from lazymcp.errors import CatalogError, LazyMCPError
+from lazymcp.limits import DEFAULT_MAX_SESSIONS, Limits
 from lazymcp.notices import LEVELS, configure, describe_command, expect_proxy, failure, proxy_done, startup
 from lazymcp.options import SETTINGS, Options, Setting
 
@@ -84,6 +85,41 @@ def _add_address_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_session_options(parser: argparse.ArgumentParser) -> None:
+    """The bounds of a proxy's or a gateway's sessions, and the HTTP addresses it accepts."""
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds a server may take to answer before it counts as hung (0: never; default: 300)",
+    )
+    parser.add_argument(
+        "--client-timeout",
+        type=float,
+        default=600.0,
+        help="seconds the client may take to answer a request of a server's (0: never; default: 600)",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=_positive,
+        default=None,
+        help=(
+            "with --http: client sessions (each with its own server processes) at once; past it the least"
+            " recently used idle one is ended, and initialize gets 503 when all are busy (default: 32)"
+        ),
+    )
+    _add_address_options(parser)
+
+
+def limits_of(args: argparse.Namespace) -> Limits:
+    """The session bounds the flags give."""
+    return Limits(
+        timeout=args.timeout or None,
+        client_timeout=args.client_timeout or None,
+        max_sessions=args.max_sessions or DEFAULT_MAX_SESSIONS,
+    )
+
+
 def _options(args: argparse.Namespace) -> Options:
     """Options from the flags given, then the environment (``LAZYMCP_*``, then the aliases), then defaults."""
     given = {setting.field: getattr(args, setting.field, None) for setting in SETTINGS}
@@ -141,34 +177,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     proxy.add_argument("--url", help="a streamable-HTTP upstream server, instead of a command")
     proxy.add_argument("--http", metavar="HOST:PORT", type=_host_port, help="serve clients streamable HTTP at /mcp")
-    proxy.add_argument(
-        "--timeout",
-        type=float,
-        default=300.0,
-        help="seconds the upstream may take to answer before it counts as hung (0: never; default: 300)",
-    )
-    proxy.add_argument(
-        "--client-timeout",
-        type=float,
-        default=600.0,
-        help="seconds the client may take to answer a request of the upstream's (0: never; default: 600)",
-    )
-    proxy.add_argument(
-        "--max-sessions",
-        type=_positive,
-        default=None,
-        help=(
-            "with --http: sessions (each an upstream process) at once; past it the least recently used idle"
-            " one is ended, and initialize gets 503 when all are busy (default: 32)"
-        ),
-    )
-    _add_address_options(proxy)
+    _add_session_options(proxy)
     _add_listing_options(proxy)
     _upstream_command(proxy, "the upstream server's command")
 
     from lazymcp.gateway.cli import add_gateway_parser
 
-    add_gateway_parser(commands, common, lambda parser: _add_listing_options(parser, skip=("mode",)), _host_port)
+    def gateway_options(parser: argparse.ArgumentParser) -> None:
+        _add_session_options(parser)
+        _add_listing_options(parser, skip=("mode",))
+
+    add_gateway_parser(commands, common, gateway_options, _host_port)
 
     stats = commands.add_parser(
         "stats",
@@ -272,7 +291,6 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _proxy(args: argparse.Namespace, command: list[str]) -> int:
-    from lazymcp.limits import DEFAULT_MAX_SESSIONS, Limits
     from lazymcp.proxy import run_proxy
 
     if bool(command) == bool(args.url):
@@ -281,16 +299,11 @@ def _proxy(args: argparse.Namespace, command: list[str]) -> int:
     _can_listen(args.http)
     expect_proxy(command or args.url, args.http)
     try:
-        limits = Limits(
-            timeout=args.timeout or None,
-            client_timeout=args.client_timeout or None,
-            max_sessions=args.max_sessions or DEFAULT_MAX_SESSIONS,
-        )
         return run_proxy(
             command or args.url,
             options,
             http=args.http,
-            limits=limits,
+            limits=limits_of(args),
             allow_hosts=args.allow_host,
             allow_origins=args.allow_origin,
         )

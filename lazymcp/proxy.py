@@ -1,8 +1,9 @@
-"""``lazymcp proxy``: the proxy's entry point and its stdio client side.
+"""``lazymcp proxy``: the proxy's entry point, and the stdio client side of the proxy and the gateway.
 
-The proxy is a ``Link`` (``lazymcp.link``): one client, one upstream (``lazymcp.upstream``: a spawned
-process, or a streamable-HTTP server) and the ``Router`` between them. Here the client is this
-process's stdin and stdout; ``lazymcp.proxy_http`` serves HTTP clients instead. The stdio paths use
+The proxy is the gateway with one upstream: a ``Link`` (``lazymcp.link``) runs one client, a gateway
+core (``lazymcp.gateway.core``; for the proxy a transparent one over a spawned process or a
+streamable-HTTP server) and its servers. Here the client is this process's stdin and stdout;
+``lazymcp.proxy_http`` serves HTTP clients instead. The stdio paths use
 asyncio's protocol callbacks rather than stream tasks, so a message crosses the proxy in one callback
 with no task switch: a ``tools/call`` round trip through it costs little more than a plain byte relay.
 
@@ -21,14 +22,16 @@ import signal
 import stat
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lazymcp.errors import UpstreamError
-from lazymcp.limits import FLUSH_GRACE, Limits, say
-from lazymcp.link import Link, make_router
+from lazymcp.limits import FLUSH_GRACE, Limits
+from lazymcp.link import Link, proxy_core
 from lazymcp.options import Options
-from lazymcp.router import Router
-from lazymcp.upstream import Lines, ProcessUpstream, Upstream
+from lazymcp.upstream import Lines
+
+if TYPE_CHECKING:
+    from lazymcp.gateway.core import Gateway
+    from lazymcp.gateway.manifest import ManifestStore
 
 READ_CHUNK = 1 << 16
 
@@ -161,50 +164,43 @@ def _pollable(stream: Any, events: int) -> bool:
     return True
 
 
-class StdioProxy:
-    """The client on this process's stdin and stdout."""
+async def run_stdio(
+    core: Gateway, stdin: Any = None, stdout: Any = None, *, store: ManifestStore | None = None, eager: bool = False
+) -> int:
+    """Serve the client on this process's stdio until its input ends and its requests are answered (0),
+    the session fails (1), or a signal stops it (128 + the signal's number)."""
+    loop = asyncio.get_running_loop()
+    client = ClientStdio(stdin if stdin is not None else sys.stdin.buffer, stdout or sys.stdout.buffer)
+    link = Link(core, client.write, store=store)
 
-    def __init__(self, upstream: Upstream, router: Router) -> None:
-        self.upstream = upstream
-        self.router = router
+    def out_pressure(paused: bool) -> None:
+        client.hold("output", paused)
+        link.pause(paused)  # nor read the servers: their messages would pile up here
 
-    async def run(self, stdin: Any = None, stdout: Any = None) -> int:
-        """Serve until the client's input ends and its requests are answered (0), the upstream fails
-        (1), or a signal stops the proxy (128 + the signal's number)."""
-        loop = asyncio.get_running_loop()
-        client = ClientStdio(stdin if stdin is not None else sys.stdin.buffer, stdout or sys.stdout.buffer)
-
-        def out_pressure(paused: bool) -> None:
-            client.hold("output", paused)
-            self.upstream.pause(paused)  # nor read the upstream: its messages would pile up here
-
-        client.on_out_pressure = out_pressure
-        self.upstream.on_pressure = lambda paused: client.hold("upstream", paused)
-        await client.open_output()
-        link = Link(self.router, self.upstream, client.write)
-        signals = _on_signals(loop, link)
-        try:
-            try:
-                await link.start()
-            except UpstreamError as exc:
-                say(exc.message)
-                return 1
+    client.on_out_pressure = out_pressure
+    link.on_pressure = lambda server, paused: client.hold(f"server {server}", paused)
+    await client.open_output()
+    signals = _on_signals(loop, link)
+    try:
+        await link.start(eager)
+        if not link.done.done():
             await client.open_input(Lines(link.from_client, link.client_gone))
-            return await link.done
-        finally:
-            await link.close()
-            await client.close()
-            for signum in signals:
-                loop.remove_signal_handler(signum)
+        return await link.done
+    finally:
+        await link.close()
+        await client.close()
+        for signum in signals:
+            loop.remove_signal_handler(signum)
 
 
 def _on_signals(loop: asyncio.AbstractEventLoop, link: Link) -> list[int]:
     """SIGTERM and SIGINT end the link at once, answering what is owed; returns the signals handled."""
+    command = "the gateway" if not link.core.transparent else "the proxy"
     handled: list[int] = []
     for signum in (signal.SIGTERM, signal.SIGINT):
         name = signal.Signals(signum).name
         try:
-            loop.add_signal_handler(signum, link.interrupt, f"the proxy was stopped by {name}", 128 + signum)
+            loop.add_signal_handler(signum, link.interrupt, f"{command} was stopped by {name}", 128 + signum)
         except (ValueError, RuntimeError, NotImplementedError):  # not the main thread
             continue
         handled.append(signum)
@@ -213,17 +209,7 @@ def _on_signals(loop: asyncio.AbstractEventLoop, link: Link) -> list[int]:
 
 def run_stdio_proxy(upstream: Sequence[str] | str, options: Options | None = None, *, limits: Limits) -> int:
     """Proxy this process's stdio to ``upstream`` (a command, or a streamable-HTTP URL); the exit status."""
-
-    async def main() -> int:
-        if isinstance(upstream, str):
-            from lazymcp.upstream import HttpUpstream
-
-            server: Upstream = HttpUpstream(upstream)
-        else:
-            server = ProcessUpstream(upstream)
-        return await StdioProxy(server, make_router(options, limits)).run()
-
-    return asyncio.run(main())
+    return asyncio.run(run_stdio(proxy_core(upstream, options, limits)))
 
 
 def run_proxy(

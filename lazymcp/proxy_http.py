@@ -1,8 +1,8 @@
-"""The proxy's HTTP client side (``lazymcp proxy --http``): ``/mcp`` in front of the proxy's links.
+"""The HTTP client side of the proxy and the gateway (``--http``): ``/mcp`` in front of their links.
 
 ``/mcp`` takes one JSON-RPC message per POST and answers a request with JSON.
 - A 2025-11-25 client gets a session at ``initialize`` (``Mcp-Session-Id``), its own router and its
-  own upstream (a spawned server serves one client); what the server sends outside a response
+  own gateway core and servers (a spawned server serves one client); what the server sends outside a response
   (notifications, its requests to the client) goes on the session's GET event stream; DELETE ends it.
 - 2026-07-28 requests carry everything they need, so they share one router and one upstream. Their
   ids and progress tokens are made unique on the way up and restored on the way down, since two
@@ -28,24 +28,27 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 from urllib.parse import urlsplit
 from uuid import uuid4
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from lazymcp import jsonrpc
 from lazymcp.bridge import SUBSCRIPTION_ID_KEY
 from lazymcp.errors import ErrorCode
 from lazymcp.limits import DropOldest, Limits, say
-from lazymcp.link import Link, make_router
+from lazymcp.link import Link, proxy_core
 from lazymcp.options import Options
-from lazymcp.upstream import HttpUpstream, ProcessUpstream, Upstream
+
+if TYPE_CHECKING:
+    from lazymcp.gateway.core import Gateway
+    from lazymcp.gateway.manifest import ManifestStore
 
 SESSION_HEADER = "mcp-session-id"
 PROTOCOL_HEADER = "mcp-protocol-version"
@@ -57,10 +60,12 @@ ANSWER_GRACE = 5.0
 """Seconds past the timeout a POST waits, so the router's own timeout answers it first."""
 
 
-def upstream_factory(upstream: Sequence[str] | str) -> Callable[[], Upstream]:
-    if isinstance(upstream, str):
-        return lambda: HttpUpstream(upstream)
-    return lambda: ProcessUpstream(upstream)
+Refusal = Callable[[Request], Awaitable[Response | None]]
+"""Who may come in: None lets a request in, else the response that refuses it."""
+
+
+async def let_in(request: Request) -> Response | None:
+    return None
 
 
 class HttpSession:
@@ -116,20 +121,26 @@ class HttpSession:
 
 
 class HttpFront:
-    """The ``/mcp`` endpoint in front of the proxy's sessions."""
+    """The ``/mcp`` endpoint in front of the sessions: each a ``Link`` over a core ``make_core`` builds."""
 
     def __init__(
         self,
-        upstream: Sequence[str] | str,
-        options: Options | None,
+        make_core: Callable[[], Gateway],
         limits: Limits,
         host: str,
         *,
         allow_hosts: Sequence[str] = (),
         allow_origins: Sequence[str] = (),
+        refuse: Refusal = let_in,
+        store: ManifestStore | None = None,
+        eager: bool = False,
+        name: str = "proxy",
     ) -> None:
-        self.make_upstream = upstream_factory(upstream)
-        self.make_router = lambda: make_router(options, limits)
+        self.make_core = make_core
+        self.refuse = refuse
+        self.store = store
+        self.eager = eager
+        self.name = name
         self.limits = limits
         self.guard = Guard(host, allow_hosts, allow_origins)
         self.sessions: dict[str, HttpSession] = {}
@@ -144,20 +155,21 @@ class HttpFront:
         if self.loop is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(lambda: self._closing.add(asyncio.ensure_future(self.close())))
 
-    def app(self) -> Starlette:
+    def app(self, routes: Sequence[BaseRoute] = ()) -> Starlette:
         @asynccontextmanager
         async def lifespan(_app: Starlette) -> AsyncGenerator[None]:
             self.loop = asyncio.get_running_loop()
             yield
             await self.close()
 
-        return Starlette(routes=[Route("/mcp", self.endpoint, methods=["GET", "POST", "DELETE"])], lifespan=lifespan)
+        endpoint = Route("/mcp", self.endpoint, methods=["GET", "POST", "DELETE"])
+        return Starlette(routes=[endpoint, *routes], lifespan=lifespan)
 
     async def close(self) -> None:
         sides = [*self.sessions.values(), *([self.modern] if self.modern else [])]
         self.sessions.clear()
         self.modern = None
-        await asyncio.gather(*(side.close("the proxy is shutting down") for side in sides))
+        await asyncio.gather(*(side.close(f"the {self.name} is shutting down") for side in sides))
         others = self._closing - {asyncio.current_task()}
         if others:
             await asyncio.gather(*others, return_exceptions=True)
@@ -183,24 +195,24 @@ class HttpFront:
         if not idle:
             return False
         _, oldest = min(idle)
-        self._reap_later(self.sessions.pop(oldest), "the proxy needed its place for a new session")
+        self._reap_later(self.sessions.pop(oldest), f"the {self.name} needed its place for a new session")
         return True
 
     async def _open(self, *, remap_ids: bool) -> HttpSession | Response:
         if not self._make_room():
             limit = self.limits.max_sessions
             return error_response(
-                None, 503, f"Too many sessions: the proxy serves at most {limit} busy ones (--max-sessions)"
+                None, 503, f"Too many sessions: the {self.name} serves at most {limit} busy ones (--max-sessions)"
             )
-        upstream = self.make_upstream()
         side = HttpSession(
-            lambda sink: Link(self.make_router(), upstream, sink), remap_ids=remap_ids, limits=self.limits
+            lambda sink: Link(self.make_core(), sink, store=self.store), remap_ids=remap_ids, limits=self.limits
         )
         try:
-            await side.link.start()
-        except Exception as exc:
-            message = str(getattr(exc, "message", exc))
-            say(message)
+            await side.link.start(self.eager)
+        except Exception as exc:  # a bug must cost one session, never the front
+            side.link.fail(f"internal error starting a session: {exc!r}")
+        if side.link.done.done():
+            message = side.link.failure or "the session ended"
             await side.link.close()
             return error_response(None, 502, f"Upstream unavailable: {message}", code=ErrorCode.UPSTREAM_ERROR)
         side.link.done.add_done_callback(lambda _: self._ended(side))
@@ -216,7 +228,7 @@ class HttpFront:
         self._reap_later(side, side.link.failure or "the session ended")
 
     async def endpoint(self, request: Request) -> Response:
-        refused = self.guard.check(request)
+        refused = await self.refuse(request) or self.guard.check(request)
         if refused is not None:
             return refused
         await self._reap_idle()
@@ -482,14 +494,27 @@ def run_http_front(
     allow_hosts: Sequence[str] = (),
     allow_origins: Sequence[str] = (),
 ) -> int:
-    """Serve HTTP clients at ``http`` (host, port) until SIGTERM or SIGINT; the exit status."""
+    """Serve the proxy's HTTP clients at ``http`` (host, port) until SIGTERM or SIGINT; the exit status."""
+    host, _ = http
+    if host not in LOOPBACK and not allow_hosts and not allow_origins:
+        say(f"warning: listening on {host} with no --allow-host or --allow-origin: any Host and Origin are accepted")
+    front = HttpFront(
+        lambda: proxy_core(upstream, options, limits),
+        limits,
+        host,
+        allow_hosts=allow_hosts,
+        allow_origins=allow_origins,
+    )
+    return serve_front(front, http)
+
+
+def serve_front(front: HttpFront, http: tuple[str, int], routes: Sequence[BaseRoute] = ()) -> int:
+    """Serve ``front`` at ``http`` (host, port), with any other ``routes`` beside ``/mcp``, until SIGTERM
+    or SIGINT; the exit status."""
     import uvicorn
 
     host, port = http
-    if host not in LOOPBACK and not allow_hosts and not allow_origins:
-        say(f"warning: listening on {host} with no --allow-host or --allow-origin: any Host and Origin are accepted")
-    front = HttpFront(upstream, options, limits, host, allow_hosts=allow_hosts, allow_origins=allow_origins)
-    config = uvicorn.Config(front.app(), host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
+    config = uvicorn.Config(front.app(routes), host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:

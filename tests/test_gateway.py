@@ -263,3 +263,32 @@ async def test_prompts_are_namespaced_and_resources_reach_the_server_that_listed
     assert str(read.contents[0].uri) == str(static)
     assert "3" in str(dynamic.contents[0].uri)
     assert unknown.value.code == ErrorCode.INVALID_PARAMS
+
+
+@pytest.mark.anyio
+async def test_a_2026_client_lists_calls_and_reads_across_servers(config: Path, tmp_path: Path) -> None:
+    """A 2026-07-28 client sends no initialize: the gateway answers discover itself, starts its servers
+    without the client's handshake, and envelopes what they answer as a 2026 server would."""
+    params = gateway(config, tmp_path / "cache")
+    with anyio.fail_after(TIMEOUT):
+        async with Client(params, mode="2026-07-28") as client:
+            version = client.protocol_version
+            listing = await client.list_tools()
+            echoed = await client.call_tool("everything__echo", {"message": "across eras"})
+            now = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
+            prompt = await client.get_prompt("everything__args-prompt", {"city": "Lima"})
+            resources = await client.list_resources()
+            static = next(r.uri for r in resources.resources if "static/document" in str(r.uri))
+            read = await client.read_resource(static)
+        async with LazyClient(params, mode="2026-07-28") as lazy:
+            supported = lazy.server_supports_lazy
+            stubs = await lazy.list_stubs()
+            described = await lazy.describe("git__git_log")
+    assert version == "2026-07-28"
+    assert [tool.name for tool in listing.tools[:2]] == ["describe_tools", "search_tools"]
+    assert echoed.content[0].text == "Echo: across eras"  # type: ignore[union-attr]
+    assert not now.is_error and "UTC" in text(now)
+    assert "Lima" in str(prompt.messages[0].content)
+    assert str(read.contents[0].uri) == str(static)
+    assert supported and "memory__read_graph" in [stub["name"] for stub in stubs]
+    assert "repo_path" in described["inputSchema"]["properties"]

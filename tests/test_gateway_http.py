@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -27,6 +28,7 @@ INIT = {
     "method": "initialize",
     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
 }
+JSON = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
 @pytest.fixture
@@ -97,3 +99,43 @@ async def test_a_remote_entry_sends_its_headers_with_variables_from_the_environm
                 echoed = await client.call_tool("team__everything__echo", {"message": "via the team"})
     assert "team__everything__echo" in [tool.name for tool in listing.tools]
     assert "via the team" in str(echoed.content[0])
+
+
+@pytest.mark.anyio
+async def test_the_gateway_over_http_has_the_proxys_bounds_and_takes_2026_clients(
+    everything_command: list[str], tmp_path: Path
+) -> None:
+    """One HTTP front for both: a body past the limit gets 413, sessions past --max-sessions that are all
+    busy get 503, and 2026-07-28 clients share one gateway session with their ids kept apart."""
+    config = tmp_path / "mcp.json"
+    server = {"command": everything_command[0], "args": everything_command[1:]}
+    config.write_text(json.dumps({"mcpServers": {"everything": server}}))
+    port = free_port()
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), "--max-sessions", "1"]
+    command += ["--http", f"127.0.0.1:{port}"]
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    async with listening(command, port, env=env) as url:
+        with anyio.fail_after(60):
+            async with httpx2.AsyncClient(timeout=30) as raw:
+                huge = await raw.post(url, content=b"[" + b" " * (5 << 20) + b"]", headers=JSON)
+                first = await raw.post(url, json=INIT, headers=JSON)
+                session = {**JSON, "mcp-session-id": first.headers["mcp-session-id"]}
+                await raw.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+                async with anyio.create_task_group() as group:  # the first session busy with a slow call
+                    slow = {"name": "everything__trigger-long-running-operation", "arguments": {"duration": 3}}
+                    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": slow}
+                    group.start_soon(partial(raw.post, url, json=call, headers=session))
+                    await anyio.sleep(1)
+                    second = await raw.post(url, json=INIT, headers=JSON)
+            async with (
+                Client(streamable_http_client(url), mode="2026-07-28") as one,
+                Client(streamable_http_client(url), mode="2026-07-28") as two,
+            ):
+                echoes = [
+                    await one.call_tool("everything__echo", {"message": "one"}),
+                    await two.call_tool("everything__echo", {"message": "two"}),
+                ]
+    assert huge.status_code == 413
+    assert first.status_code == 200
+    assert second.status_code == 503 and "--max-sessions" in second.text
+    assert [echo.content[0].text for echo in echoes] == ["Echo: one", "Echo: two"]  # type: ignore[union-attr]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -352,9 +353,12 @@ def test_a_bridged_listen_stream_gets_the_upstreams_list_changed() -> None:
 
 def test_a_bridged_result_goes_through_the_2026_wire_model_of_the_proxys_router() -> None:
     from lazymcp.limits import Limits
-    from lazymcp.link import make_router
+    from lazymcp.link import proxy_core
 
-    router = make_router(None, Limits())
+    core = proxy_core(["server"], None, Limits())
+    core.launch()  # the proxy's one server: its router is made when it starts
+    router = core.links["upstream"].router
+    assert router is not None
     router.era, router.upstream_era = "modern", "legacy"
     router._bridge.upstream_init = {"capabilities": {"resources": {}}}  # pyright: ignore[reportPrivateUsage]
     request = {"jsonrpc": "2.0", "id": 5, "method": "resources/list", "params": {"_meta": MODERN_META}}
@@ -411,9 +415,11 @@ async def test_a_2026_client_reaches_a_2025_only_node_server_through_the_bridge(
 
 
 @asynccontextmanager
-async def listening(command: list[str], port: int) -> AsyncIterator[str]:
-    """A server process listening on ``port``; yields its URL once it accepts connections."""
-    async with await anyio.open_process(command, stdout=None, stderr=None) as process:
+async def listening(command: list[str], port: int, env: dict[str, str] | None = None) -> AsyncIterator[str]:
+    """A server process listening on ``port`` (``env``: set on top of ours); yields its URL once it
+    accepts connections."""
+    environ = {**os.environ, **env} if env else None
+    async with await anyio.open_process(command, stdout=None, stderr=None, env=environ) as process:
         try:
             with anyio.fail_after(TIMEOUT):
                 while True:

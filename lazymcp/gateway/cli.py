@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hmac
 import os
 from collections.abc import Callable
 from dataclasses import replace
@@ -18,7 +19,7 @@ GATEWAY_MODES = ("auto", *MODES)
 def add_gateway_parser(
     commands: Any,
     common: argparse.ArgumentParser,
-    add_listing_options: Callable[[argparse.ArgumentParser], None],
+    add_options: Callable[[argparse.ArgumentParser], None],
     host_port: Callable[[str], tuple[str, int]],
 ) -> None:
     """Add ``lazymcp gateway --config FILE`` to the command line's subcommands."""
@@ -46,17 +47,12 @@ def add_gateway_parser(
         "required off loopback",
     )
     gateway.add_argument("--budget", type=int, default=None, metavar="TOKENS", help="auto mode's budget (20000)")
-    gateway.add_argument(
-        "--timeout",
-        type=float,
-        default=300.0,
-        help="seconds a server may take to answer before it counts as hung (0: never; default: 300)",
-    )
-    add_listing_options(gateway)
+    add_options(gateway)
 
 
 def run(args: argparse.Namespace, options: Options) -> int:
     """Run the gateway as the flags say; returns the exit status."""
+    from lazymcp.cli import limits_of
     from lazymcp.gateway.run import run_gateway
 
     mode = args.gateway_mode
@@ -70,11 +66,13 @@ def run(args: argparse.Namespace, options: Options) -> int:
             options,
             mode=mode,
             budget=args.budget,
-            timeout=args.timeout or None,
+            limits=limits_of(args),
             eager=args.eager_start,
             refresh=args.refresh,
             http=args.http,
-            token=_token(args.token_file),
+            refuse=_refusal(args),
+            allow_hosts=tuple(args.allow_host),
+            allow_origins=tuple(args.allow_origin),
         )
     except KeyboardInterrupt:
         return 130
@@ -90,6 +88,37 @@ def stats(path: str, options: Options) -> int:
         say("; ".join(config.warnings))
     print(render(measure(Launch(config, options))))  # noqa: T201
     return 0
+
+
+def _refusal(args: argparse.Namespace) -> Any:
+    """With ``--http``: who may not come in (no bearer token, a wrong one); None on stdio.
+
+    Raises:
+        ConfigError: a non-loopback address without a token.
+    """
+    from lazymcp.gateway.config import ConfigError
+    from lazymcp.proxy_http import LOOPBACK
+
+    if args.http is None:
+        return None
+    token = _token(args.token_file)
+    host = args.http[0]
+    if token is None:
+        if host not in LOOPBACK:
+            raise ConfigError(f"refusing to serve {host} without a token: give --token-file or LAZYMCP_GATEWAY_TOKEN")
+        return None
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    expected = token.encode()
+
+    async def refuse(request: Request) -> Response | None:
+        scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), expected):
+            return None
+        return Response("Unauthorized", status_code=401, headers={"WWW-Authenticate": 'Bearer realm="lazymcp"'})
+
+    return refuse
 
 
 def _token(path: str | None) -> str | None:

@@ -21,6 +21,14 @@ actions: ``ToClient(data)``, ``Send(server, data)``, ``Start(server)`` (spawn it
   ids never meet; the client's answer goes back to the server that asked, under the server's id.
 - A new tool list from any server rebuilds the merged catalog; when what is listed changed, the client
   gets one ``notifications/tools/list_changed``.
+- A 2026-07-28 client sends no ``initialize``: its first request lets the servers' handshakes go on,
+  ``server/discover`` and ``subscriptions/listen`` are answered here (``lazymcp.bridge``), each request
+  loses its envelope on the way to the servers (which the gateway speaks to in 2025-11-25), and each
+  answer gets the envelope a 2026 server gives its results. Servers' requests to such a client are
+  refused, since 2026 servers make none, and change notifications go to its listen streams.
+- ``transparent``: the proxy, a gateway of one server with nothing renamed. Its router meets the client
+  itself (handshake, eras, the bytes of everything but tool listing), the server is started at once,
+  and its failure ends the session (``Fail``) instead of being retried.
 """
 
 from __future__ import annotations
@@ -30,6 +38,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from lazymcp import jsonrpc
+from lazymcp.bridge import (
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    LIST_CHANGED,
+    Bridge,
+    Envelope,
+    Serializer,
+    is_modern,
+    legacy_params,
+    meta,
+)
 from lazymcp.catalog import Catalog
 from lazymcp.errors import ErrorCode, LazyMCPError
 from lazymcp.gateway.config import ConfigError, ServerEntry
@@ -39,7 +58,8 @@ from lazymcp.gateway.merged import DEFAULT_BUDGET, instructions, mark_unavailabl
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
-from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId
+from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId, id_key
+from lazymcp.limits import CLIENT_TIMEOUT
 from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH
 from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
 from lazymcp.modes import DynamicSession
@@ -72,6 +92,13 @@ class Gateway:
     client_info: dict[str, str] = field(default_factory=lambda: {"name": "lazymcp-gateway", "version": "0"})
     wait_for_client: bool = True
     """Hold a started server's handshake until the client's ``initialize``, whose capabilities it passes on."""
+    transparent: bool = False
+    """The proxy: one server, started at once, whose router meets the client itself (its handshake,
+    eras and bytes pass through); its failure ends the session with ``Fail``."""
+    client_timeout: float | None = CLIENT_TIMEOUT
+    """Seconds the client may take to answer a server's request (sampling, elicitation)."""
+    serialize: Serializer | None = None
+    """The 2026 wire model results bridged to a 2026 client go through."""
     links: dict[str, Link] = field(init=False)
     catalog: Catalog = field(init=False)
     names: Namespace = field(init=False)
@@ -79,11 +106,17 @@ class Gateway:
     _declared: bool = False
     _asked: dict[str, tuple[str, RequestId]] = field(default_factory=lambda: {})  # gateway id -> server, its id
     _asked_count: int = 0
-    _waiting: list[tuple[Message, bytes]] = field(default_factory=lambda: [])  # tools/* before the first lists
+    _waiting: list[Message] = field(default_factory=lambda: [])  # tools/* before the first lists
     _session: DynamicSession = field(default_factory=DynamicSession)
     passthrough: Passthrough = field(init=False)
+    _bridge: Bridge = field(default_factory=Bridge)  # a 2026-07-28 client's discover and listen streams
+    _modern: bool = False  # the client speaks 2026-07-28: no initialize, an envelope on every request
+    _modern_calls: dict[tuple[str, object], str] = field(default_factory=lambda: {})
+    """A 2026 client's requests the servers answer, by id: their results get the 2026 envelope."""
 
     def __post_init__(self) -> None:
+        if self.transparent and len(self.entries) != 1:
+            raise ValueError("a transparent gateway has exactly one server")
         self.names = Namespace(self.separator, prefixed=True)
         self.links = {}
         for entry in self.entries:
@@ -94,6 +127,8 @@ class Gateway:
             self.links[entry.name] = link
         self.catalog = self._build()
         self.passthrough = Passthrough(list(self.links), Namespace(self.separator))
+        self._bridge.serialize = self.serialize
+        self._bridge.upstream_init = self._init_result(LATEST)
 
     # --- start-up ------------------------------------------------------------------------------
 
@@ -102,14 +137,32 @@ class Gateway:
         return [
             Start(name)
             for name, link in self.links.items()
-            if eager or link.tools is None or name in self.stale
+            if eager or self.transparent or link.tools is None or name in self.stale
             for _ in [self._spawn(link)]
         ]
 
     def _spawn(self, link: Link) -> None:
         link.state, link.queued = "starting", []
-        link.router = Router(replace(self.options, mode="eager", check_arguments=False), self.timeout, self.client_info)
+        # Behind a gateway a router lists everything to the gateway, which does the listing and checking.
+        options = self.options if self.transparent else replace(self.options, mode="eager", check_arguments=False)
+        link.router = Router(
+            options,
+            timeout=self.timeout,
+            client_info=self.client_info,
+            serialize=self.serialize,
+            client_timeout=self.client_timeout,
+        )
         link.seen = None
+
+    @property
+    def _only(self) -> Link:
+        return next(iter(self.links.values()))
+
+    @property
+    def upstream_catalog(self) -> Catalog | None:
+        """A transparent gateway's catalog: its one server's, once listed."""
+        router = self._only.router if self.transparent else None
+        return router.catalog if router is not None else None
 
     @property
     def discovering(self) -> bool:
@@ -118,9 +171,16 @@ class Gateway:
             link.tools is None and link.state != "down" and link.router is not None for link in self.links.values()
         )
 
-    def started(self, server: str, now: float) -> list[Action]:
+    def _started(self, server: str, now: float) -> list[Action]:
         """The server's process runs: the gateway, as its client, opens the handshake."""
         link = self.links[server]
+        if self.transparent:  # the client's own handshake goes through
+            link.state = "ready"
+            queued, link.queued = link.queued, []
+            actions: list[Action] = []
+            for line in queued:
+                actions += self._through(link, line, now)
+            return actions
         if self.wait_for_client and self._client is None:
             link.state = "spawned"
             return []
@@ -134,21 +194,31 @@ class Gateway:
         }
         return self._through(link, jsonrpc.request_line(_INIT, "initialize", params), now)
 
-    def start_failed(self, server: str, reason: str, now: float) -> list[Action]:
+    def _start_failed(self, server: str, reason: str, now: float) -> list[Action]:
         """The server could not be started or went away."""
         link = self.links[server]
+        if self.transparent:
+            return [Fail(reason)]
         if link.state in ("idle", "down"):
             return []
         return self._down(link, reason, now)
 
     # --- client -> servers ---------------------------------------------------------------------
 
-    def from_client(self, line: bytes, now: float) -> list[Action]:
-        """Decide what to do with one line from the client."""
-        try:
-            message = jsonrpc.parse(line)
-        except NotJSONRPC:
-            return [ToClient(jsonrpc.error_line(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message"))]
+    def _from_client(self, line: bytes, now: float, message: Message | None = None) -> list[Action]:
+        """Decide what to do with one line from the client (``message``: the line, when already parsed)."""
+        if self.transparent:
+            link = self._only
+            if link.state != "ready" or link.router is None:
+                link.queued.append(line)  # the server is being started
+                return []
+            return self._relay(link, link.router.from_client(line, now, message), now)
+        if message is None:
+            try:
+                message = jsonrpc.parse(line)
+            except NotJSONRPC:
+                error = jsonrpc.error_line(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message")
+                return [ToClient(error)]
         method = message.get("method")
         if "method" not in message:
             return self._client_answer(message, now)
@@ -161,18 +231,27 @@ class Gateway:
         if params is not None and not isinstance(params, dict):
             error = jsonrpc.error_line(request_id, ErrorCode.INVALID_PARAMS, "Invalid params: expected an object")
             return [ToClient(error)]
+        if params is not None and is_modern(cast(dict[str, Any], params)):
+            return self._modern_request(message, cast(dict[str, Any], params), now)
+        return self._request(message, line, now)
+
+    def _request(self, message: Message, line: bytes | None, now: float) -> list[Action]:
+        """A client request, of either era (a 2026 one without its envelope)."""
+        request_id: RequestId = message["id"]
+        method: str = message["method"]
+        params = message.get("params")
         if method == "initialize":
             result = self._initialize(cast(dict[str, Any], params or {}))
             actions: list[Action] = [ToClient(jsonrpc.result_line(request_id, result))]
             for name, link in self.links.items():
                 if link.state == "spawned":
-                    actions += self.started(name, now)
+                    actions += self._started(name, now)
             return actions
         if method == "ping":
             return [ToClient(jsonrpc.result_line(request_id, {}))]
         if method in METHODS:
             if self.discovering:
-                self._waiting.append((message, line))
+                self._waiting.append(message)
                 return []
             return self._tools(message, now)
         if method == "logging/setLevel":
@@ -194,8 +273,46 @@ class Gateway:
         self._client = params
         self._declared = declares(jsonrpc.field(params.get("capabilities"), "extensions"))
         version = params.get("protocolVersion")
+        return self._init_result(version if isinstance(version, str) and version in SUPPORTED else LATEST)
+
+    def _modern_request(self, message: Message, params: dict[str, Any], now: float) -> list[Action]:
+        """A 2026-07-28 request: discover and listen answered here, the rest as a 2025 one, enveloped."""
+        actions: list[Action] = []
+        if self._client is None:  # the first: the servers' handshakes go on without the client's
+            self._modern = True
+            info = meta(params).get(CLIENT_INFO_KEY)
+            self._client = {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": info or self.client_info}
+            for name, link in self.links.items():
+                if link.state == "spawned":
+                    actions += self._started(name, now)
+        self._declared = declares(jsonrpc.field(meta(params).get(CLIENT_CAPABILITIES_KEY), "extensions"))
+        answer = self._bridge.answer(message, lambda: self._bridge.upstream_init)
+        if answer is not None:
+            return [*actions, ToClient(answer)]
+        legacy: Message = {**message, "params": legacy_params(params)}
+        if message["method"] not in METHODS:  # answered by a server: enveloped on the way back
+            self._modern_calls[id_key(message["id"])] = message["method"]
+        return actions + self._request(legacy, None, now)
+
+    def _envelop(self, actions: list[Action]) -> list[Action]:
+        """A 2026 client's answers from the servers, with the envelope a 2026 server gives its results."""
+        if not self._modern_calls:
+            return actions
+        out: list[Action] = []
+        for action in actions:
+            if isinstance(action, ToClient) and b'"method"' not in action.data:
+                message = jsonrpc.parse(action.data)
+                method = self._modern_calls.pop(id_key(message.get("id")), None)
+                result = message.get("result")
+                if method is not None and isinstance(result, dict):
+                    shaped = self._bridge.result(method, cast(dict[str, Any], result), self.client_info)
+                    action = ToClient(jsonrpc.encode({**message, "result": shaped}))
+            out.append(action)
+        return out
+
+    def _init_result(self, version: str) -> dict[str, Any]:
         result = {
-            "protocolVersion": version if version in SUPPORTED else LATEST,
+            "protocolVersion": version,
             "capabilities": {
                 "tools": {"listChanged": True},
                 "prompts": {"listChanged": True},
@@ -212,6 +329,7 @@ class Gateway:
         method = message.get("method")
         params = cast(dict[str, Any], message.get("params") or {})
         if method == "notifications/cancelled":
+            self._bridge.cancelled(params.get("requestId"))  # a 2026 client's listen stream ends so
             for link in self.links.values():
                 if link.router is not None and link.router.owes(params.get("requestId")):
                     return self._through(link, jsonrpc.encode(message), now)
@@ -235,6 +353,8 @@ class Gateway:
         return self._through(link, jsonrpc.encode({**message, "id": original}), now)
 
     def _caller(self) -> Caller:
+        if self._modern:  # 2026-07-28 is stateless: no session of its own (spec §17.4)
+            return Caller(declared=self._declared, envelope=Envelope(server_info=self.client_info))
         dynamic = self.catalog.options.mode == "dynamic"
         return Caller(declared=self._declared, session=self._session if dynamic else None)
 
@@ -260,6 +380,8 @@ class Gateway:
             text = f"Unknown tool: {name!r}"
             return [ToClient(jsonrpc.error_line(request_id, ErrorCode.INVALID_PARAMS, text, {"name": name}))]
         server, original = owner
+        if self._modern:
+            self._modern_calls[id_key(request_id)] = "tools/call"
         call_params = {**params, "name": original}
         if arguments is not None:
             call_params["arguments"] = arguments
@@ -298,7 +420,7 @@ class Gateway:
 
     # --- servers -> client ---------------------------------------------------------------------
 
-    def from_server(self, server: str, line: bytes, now: float) -> list[Action]:
+    def _from_server(self, server: str, line: bytes, now: float) -> list[Action]:
         """Decide what to do with one line from a server."""
         link = self.links[server]
         if link.router is None:
@@ -315,13 +437,17 @@ class Gateway:
         for action in actions:
             if isinstance(action, RouterToServer):
                 out.append(Send(link.entry.name, action.data))
+            elif self.transparent:
+                out.append(action)  # the router speaks to the client itself; its failure ends the session
+                if isinstance(action, Fail):
+                    return out
             elif isinstance(action, Fail):
                 return out + self._down(link, action.reason, now)
             elif isinstance(action, Say):
                 out.append(Say(f"server {link.entry.name!r}: {action.text}"))
             else:
                 out += self._to_client(link, action.data, now)
-        if link.router is not None and link.router.catalog is not link.seen:
+        if not self.transparent and link.router is not None and link.router.catalog is not link.seen:
             out += self._new_tools(link, now)
         return out
 
@@ -338,6 +464,10 @@ class Gateway:
                 answer = self.passthrough.part(link.entry.name, message)
                 return [ToClient(answer)] if answer is not None else []
             return [ToClient(data)]
+        if "id" in message and self._modern:  # a 2026 client takes no requests from its server
+            refusal = "the client speaks 2026-07-28, where servers send clients no requests"
+            error = jsonrpc.error_line(message["id"], ErrorCode.METHOD_NOT_FOUND, f"Method not found: {refusal}")
+            return [Send(link.entry.name, error)]
         if "id" in message:  # a request to the client: sampling, elicitation, roots, ping
             self._asked_count += 1
             gateway_id = f"lazymcp-gateway-{self._asked_count}"
@@ -345,6 +475,8 @@ class Gateway:
             return [ToClient(jsonrpc.encode({**message, "id": gateway_id}))]
         if method == "notifications/tools/list_changed":
             return []  # the gateway announces its own, once its catalog is rebuilt
+        if self._modern and method in LIST_CHANGED:
+            return [ToClient(event) for event in self._bridge.to_listeners(method)]
         return [ToClient(data)]
 
     def _handshake(self, link: Link, message: Message, now: float) -> list[Action]:
@@ -376,8 +508,13 @@ class Gateway:
             return self._down(link, exc.message.removeprefix(f"server {link.entry.name!r}: "), now)
         actions: list[Action] = [Save(link.entry.name, catalog.tools, link.version)]
         if self.catalog.version != before and self._client is not None:
-            actions.append(ToClient(jsonrpc.notification_line("notifications/tools/list_changed")))
+            actions += self._tools_changed()
         return actions + self._release_waiting(now)
+
+    def _tools_changed(self) -> list[Action]:
+        if self._modern:
+            return [ToClient(event) for event in self._bridge.to_listeners("notifications/tools/list_changed")]
+        return [ToClient(jsonrpc.notification_line("notifications/tools/list_changed"))]
 
     # --- faults --------------------------------------------------------------------------------
 
@@ -410,17 +547,70 @@ class Gateway:
             return []
         waiting, self._waiting = self._waiting, []
         actions: list[Action] = []
-        for message, _ in waiting:
+        for message in waiting:
             actions += self._tools(message, now)
         return actions
 
-    def expire(self, now: float) -> list[Action]:
+    def _interrupt(self, reason: str, now: float) -> list[Action]:
+        """The session ends now: every request still owed an answer gets an error naming ``reason``."""
+        actions: list[Action] = []
+        for link in self.links.values():
+            if self.transparent and link.router is not None:
+                actions += [a for a in link.router.upstream_failed(reason) if isinstance(a, ToClient)]
+                queued, link.queued = link.queued, []
+                for line in queued:  # a failed router answers each request at once
+                    actions += [a for a in link.router.from_client(line, now) if isinstance(a, ToClient)]
+            elif link.state not in ("idle", "down"):
+                actions += [a for a in self._down(link, reason, now) if not isinstance(a, Stop)]
+        waiting, self._waiting = self._waiting, []
+        for message in waiting:
+            text = f"The gateway stopped: {reason}"
+            actions.append(ToClient(jsonrpc.error_line(message["id"], ErrorCode.UPSTREAM_ERROR, text)))
+        return actions
+
+    @property
+    def owed(self) -> int:
+        """Client requests not answered yet."""
+        count = len(self._waiting)
+        for link in self.links.values():
+            count += sum(1 for line in link.queued if b'"id"' in line and b'"method"' in line)
+            if link.router is not None:
+                count += link.router.owed
+        return count
+
+    def _expire(self, now: float) -> list[Action]:
         """Fail every server that has left a request unanswered past the timeout."""
         actions: list[Action] = []
         for link in self.links.values():
             if link.router is not None:
                 actions += self._relay(link, link.router.expire(now), now)
         return actions
+
+    # --- what the I/O calls: each answer to a 2026 client enveloped on the way out -----------------
+
+    def started(self, server: str, now: float) -> list[Action]:
+        """The server's process runs: the gateway, as its client, opens the handshake."""
+        return self._envelop(self._started(server, now))
+
+    def start_failed(self, server: str, reason: str, now: float) -> list[Action]:
+        """The server could not be started or went away."""
+        return self._envelop(self._start_failed(server, reason, now))
+
+    def from_client(self, line: bytes, now: float, message: Message | None = None) -> list[Action]:
+        """Decide what to do with one line from the client (``message``: the line, when already parsed)."""
+        return self._envelop(self._from_client(line, now, message))
+
+    def from_server(self, server: str, line: bytes, now: float) -> list[Action]:
+        """Decide what to do with one line from a server."""
+        return self._envelop(self._from_server(server, line, now))
+
+    def interrupt(self, reason: str, now: float) -> list[Action]:
+        """The session ends now: every request still owed an answer gets an error naming ``reason``."""
+        return self._envelop(self._interrupt(reason, now))
+
+    def expire(self, now: float) -> list[Action]:
+        """Fail every server that has left a request unanswered past the timeout."""
+        return self._envelop(self._expire(now))
 
     # --- the merged catalog --------------------------------------------------------------------
 

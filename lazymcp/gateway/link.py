@@ -1,6 +1,7 @@
 """The gateway's vocabulary: the actions its core returns, and ``Link``, one server as the core sees it.
 
-``ToClient`` and ``Say`` are the router's own: bytes for the client, and a line for the operator."""
+``ToClient``, ``Say`` and ``Fail`` are the router's own: bytes for the client, a line for the operator, and
+the end of a transparent gateway's session."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from dataclasses import dataclass, field
 from lazymcp.catalog import Catalog
 from lazymcp.gateway.config import ServerEntry
 from lazymcp.messages import Tool
-from lazymcp.router import Router, Say, ToClient
+from lazymcp.router import Fail, Router, Say, ToClient
 
 BACKOFF_FIRST = 1.0
 """Seconds a failed server is refused before the next call starts it again; doubled per failure in a row."""
 BACKOFF_MAX = 60.0
 
-__all__ = ["Action", "Link", "Save", "Say", "Send", "Start", "Stop", "ToClient"]
+__all__ = ["Action", "Fail", "Link", "Save", "Say", "Send", "Start", "Stop", "ToClient"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +53,7 @@ class Save(_ForServer):
     version: str | None
 
 
-Action = ToClient | Send | Start | Stop | Save | Say
+Action = ToClient | Send | Start | Stop | Save | Say | Fail
 
 
 @dataclass

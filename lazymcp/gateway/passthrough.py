@@ -4,7 +4,7 @@ answers a part of.
 
 A list request is sent to each enabled server under the gateway's own id; the parts are joined in the
 configuration's order, prompts renamed like tools. A server that fails or has no such method adds
-nothing. Each resource listed remembers its server, so ``resources/read`` and ``subscribe`` reach it;
+nothing. A prompt's name names its server by its prefix. Each resource listed remembers its server, so ``resources/read`` and ``subscribe`` reach it;
 a URI no list has shown goes to the server whose URI templates' scheme matches it, else it is unknown.
 """
 
@@ -105,18 +105,29 @@ class Passthrough:
         if method in BY_URI:
             return self._by_uri(params.get("uri"), dict(params))
         if method == "prompts/get":
-            owner = self.names.owner(params["name"]) if isinstance(params.get("name"), str) else None
+            owner = self._prompt(params.get("name"))
             if owner is None:
                 return f"Unknown prompt: {params.get('name')!r}"
             return owner[0], {**params, "name": owner[1]}
         ref = params.get("ref")
         ref = cast(dict[str, Any], ref) if isinstance(ref, dict) else {}
         if ref.get("type") == "ref/prompt":
-            owner = self.names.owner(ref["name"]) if isinstance(ref.get("name"), str) else None
+            owner = self._prompt(ref.get("name"))
             if owner is None:
                 return f"Unknown prompt: {ref.get('name')!r}"
             return owner[0], {**params, "ref": {**ref, "name": owner[1]}}
         return self._by_uri(ref.get("uri"), dict(params))
+
+    def _prompt(self, name: object) -> tuple[str, str] | None:
+        """(server, its prompt name) of a gateway prompt name, listed or not: a server's name holds no
+        separator, so the prefix names the server (a 2026 client need not list before it gets)."""
+        if not isinstance(name, str):
+            return None
+        listed = self.names.owner(name)
+        if listed is not None:
+            return listed
+        server, separator, original = name.partition(self.names.separator)
+        return (server, original) if separator and original and server in self.servers else None
 
     def _by_uri(self, uri: object, params: dict[str, Any]) -> tuple[str, dict[str, Any]] | str:
         if not isinstance(uri, str):
