@@ -203,7 +203,7 @@ class Link:
             return
         entry = self.core.links[action.server].entry
         try:
-            self.store.save(entry.identity(), action.tools, action.version)
+            self.store.save(entry.identity(), action.tools, action.version, action.lists)
         except OSError as exc:
             say(f"cannot write the manifest of server {action.server!r}: {exc.strerror or exc}")
 

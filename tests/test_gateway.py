@@ -163,6 +163,12 @@ async def test_with_manifests_a_server_starts_only_on_its_first_call(config: Pat
     pidfile = tmp_path / "memory.pid"
     pidfile.unlink()
     with anyio.fail_after(TIMEOUT):
+        async with Client(gateway(config, cache), mode="legacy") as stock:  # what a client lists at start-up
+            prompts = await stock.list_prompts()
+            resources = await stock.list_resources()
+            templates = await stock.list_resource_templates()
+            tools = await stock.list_tools()
+        started_by_start_up_lists = pidfile.exists()
         async with LazyClient(gateway(config, cache), mode="legacy") as client:
             stubs = await client.list_stubs()
             described = await client.describe("memory__read_graph")
@@ -171,7 +177,9 @@ async def test_with_manifests_a_server_starts_only_on_its_first_call(config: Pat
             started_by_call = pidfile.exists()
     assert len(stubs) == 13 + 9 + 14 + 2 + 12
     assert described["name"] == "memory__read_graph"
-    assert (started_by_listing, started_by_call) == (False, True)
+    assert (started_by_start_up_lists, started_by_listing, started_by_call) == (False, False, True)
+    assert "everything__simple-prompt" in [prompt.name for prompt in prompts.prompts]  # from manifests
+    assert resources.resources and templates.resource_templates and tools.tools
 
 
 @pytest.mark.anyio

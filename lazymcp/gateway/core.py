@@ -73,6 +73,11 @@ SUPPORTED = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", LATEST})
 """Protocol versions the gateway's handshake accepts; it answers others with the latest."""
 _INIT = "lazymcp-gateway-init"
 ROUTED = BY_URI | {"prompts/get", "completion/complete"}
+STALE = {
+    "notifications/prompts/list_changed": ("prompts/list",),
+    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+}
+"""The cached lists a server's change notification makes stale."""
 
 
 @dataclass
@@ -123,7 +128,7 @@ class Gateway:
             manifest = self.manifests.get(entry.name)
             link = Link(entry)
             if manifest is not None:
-                link.tools, link.version = manifest.tools, manifest.version
+                link.tools, link.version, link.lists = manifest.tools, manifest.version, dict(manifest.lists)
             self.links[entry.name] = link
         self.catalog = self._build()
         self.passthrough = Passthrough(list(self.links), Namespace(self.separator))
@@ -406,12 +411,29 @@ class Gateway:
         actions: list[Action] = []
         for server, request in self.passthrough.begin(request_id, method, params):
             link = self.links[server]
-            if link.refused(now):
-                answer = self.passthrough.part(server, {"id": request["id"]})
-                actions += [ToClient(answer)] if answer is not None else []
+            cached = link.lists.get(method)
+            if link.refused(now) or (cached is not None and link.state in ("idle", "down")):
+                answer = self.passthrough.part(server, {"id": request["id"], "result": {LISTS[method]: cached or []}})
+                actions += [ToClient(answer)] if answer is not None else []  # from its manifest: not started
             else:
                 actions += self._call(link, request, now)
         return actions
+
+    def _part(self, link: Link, message: Message) -> list[Action]:
+        """A server's answer to its part of a list: kept for its manifest, and the client's answer once
+        every part is in."""
+        actions: list[Action] = []
+        method = self.passthrough.method_of(link.entry.name, message.get("id"))
+        error = message.get("error")
+        if method is not None and ("result" in message or jsonrpc.field(error, "code") == ErrorCode.METHOD_NOT_FOUND):
+            entries = jsonrpc.field(message.get("result"), LISTS[method])
+            entries = cast(list[Any], entries) if isinstance(entries, list) else []  # none, or no such method
+            if link.lists.get(method) != entries:
+                link.lists[method] = entries
+                if link.tools is not None:
+                    actions.append(Save(link.entry.name, link.tools, link.version, dict(link.lists)))
+        answer = self.passthrough.part(link.entry.name, message)
+        return actions + ([ToClient(answer)] if answer is not None else [])
 
     def _unavailable(self, link: Link, request_id: RequestId) -> bytes:
         reason = link.reason or "not running"
@@ -461,8 +483,7 @@ class Gateway:
             if request_id == _INIT:
                 return self._handshake(link, message, now)
             if isinstance(request_id, str) and request_id.startswith(GATHER_PREFIX):
-                answer = self.passthrough.part(link.entry.name, message)
-                return [ToClient(answer)] if answer is not None else []
+                return self._part(link, message)
             return [ToClient(data)]
         if "id" in message and self._modern:  # a 2026 client takes no requests from its server
             refusal = "the client speaks 2026-07-28, where servers send clients no requests"
@@ -475,6 +496,8 @@ class Gateway:
             return [ToClient(jsonrpc.encode({**message, "id": gateway_id}))]
         if method == "notifications/tools/list_changed":
             return []  # the gateway announces its own, once its catalog is rebuilt
+        for stale in STALE.get(method, ()):
+            link.lists.pop(stale, None)  # asked of the server again at the next listing
         if self._modern and method in LIST_CHANGED:
             return [ToClient(event) for event in self._bridge.to_listeners(method)]
         return [ToClient(data)]
@@ -506,7 +529,7 @@ class Gateway:
             link.tools = previous
             self.catalog = self._build()
             return self._down(link, exc.message.removeprefix(f"server {link.entry.name!r}: "), now)
-        actions: list[Action] = [Save(link.entry.name, catalog.tools, link.version)]
+        actions: list[Action] = [Save(link.entry.name, catalog.tools, link.version, dict(link.lists))]
         if self.catalog.version != before and self._client is not None:
             actions += self._tools_changed()
         return actions + self._release_waiting(now)

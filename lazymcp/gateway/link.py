@@ -5,7 +5,9 @@ the end of a transparent gateway's session."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from lazymcp.catalog import Catalog
 from lazymcp.gateway.config import ServerEntry
@@ -47,10 +49,11 @@ class Stop(_ForServer):
 
 @dataclass(frozen=True, slots=True)
 class Save(_ForServer):
-    """Write the server's manifest: its tools and version."""
+    """Write the server's manifest: its tools, version and other lists."""
 
     tools: tuple[Tool, ...]
     version: str | None
+    lists: Mapping[str, list[Any]] = field(default_factory=lambda: {})
 
 
 Action = ToClient | Send | Start | Stop | Save | Say | Fail
@@ -72,6 +75,8 @@ class Link:
     retry_at: float = 0.0
     reason: str | None = None
     seen: Catalog | None = None
+    lists: dict[str, list[Any]] = field(default_factory=lambda: {})
+    """Its last prompt, resource and template lists, by method: listed without starting it."""
 
     def failed(self, reason: str, now: float) -> None:
         """The server is down: no router, and refused until its backoff has passed."""

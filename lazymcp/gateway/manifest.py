@@ -1,5 +1,6 @@
 """The manifest cache: each server's last tool list, so the gateway lists, describes and searches a
-server's tools without starting it.
+server's tools without starting it, and its last prompt, resource and resource-template lists, so that
+a client listing those at start-up (as most do) starts no server either.
 
 A manifest is keyed by a hash of how the server is started or reached (command, arguments, working
 directory, URL); it records the server's ``serverInfo`` version and when it was fetched. One JSON file
@@ -13,7 +14,7 @@ import hashlib
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -50,6 +51,8 @@ class Manifest:
     """Wall-clock seconds (``time.time``) of the fetch."""
     version: str | None = None
     """The server's ``serverInfo.version`` then."""
+    lists: Mapping[str, list[Any]] = field(default_factory=lambda: {})
+    """Its last answers to ``prompts/list``, ``resources/list`` and ``resources/templates/list``, by method."""
 
     def fresh(self, ttl: float, now: float | None = None) -> bool:
         return (time.time() if now is None else now) - self.fetched < ttl
@@ -80,14 +83,28 @@ class ManifestStore:
             return None
         if not all(isinstance(jsonrpc.field(t, "name"), str) for t in cast(list[object], tools)):
             return None
-        return Manifest(tuple(cast(list[Tool], tools)), float(fetched), version if isinstance(version, str) else None)
+        lists = data.get("lists")
+        kept = {
+            method: cast(list[Any], entries)
+            for method, entries in (cast(dict[str, Any], lists) if isinstance(lists, dict) else {}).items()
+            if isinstance(entries, list)
+        }
+        version = version if isinstance(version, str) else None
+        return Manifest(tuple(cast(list[Tool], tools)), float(fetched), version, kept)
 
-    def save(self, identity: Sequence[Any], tools: Sequence[Tool], version: str | None = None) -> Manifest:
-        """Store a server's tool list (written whole, then renamed into place)."""
-        manifest = Manifest(tuple(tools), time.time(), version)
+    def save(
+        self,
+        identity: Sequence[Any],
+        tools: Sequence[Tool],
+        version: str | None = None,
+        lists: Mapping[str, list[Any]] | None = None,
+    ) -> Manifest:
+        """Store a server's tool list and other lists (written whole, then renamed into place)."""
+        manifest = Manifest(tuple(tools), time.time(), version, dict(lists or {}))
         path = self._path(identity)
         path.parent.mkdir(parents=True, exist_ok=True)
-        blob = orjson.dumps({"format": FORMAT, "fetched": manifest.fetched, "version": version, "tools": list(tools)})
+        record = {"format": FORMAT, "fetched": manifest.fetched, "version": version, "tools": list(tools)}
+        blob = orjson.dumps({**record, "lists": manifest.lists})
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         partial.write_bytes(blob)
         partial.replace(path)

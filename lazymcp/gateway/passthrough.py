@@ -2,10 +2,12 @@
 list requests (``prompts/list``, ``resources/list``, ``resources/templates/list``) that every server
 answers a part of.
 
-A list request is sent to each enabled server under the gateway's own id; the parts are joined in the
-configuration's order, prompts renamed like tools. A server that fails or has no such method adds
-nothing. A prompt's name names its server by its prefix. Each resource listed remembers its server, so ``resources/read`` and ``subscribe`` reach it;
-a URI no list has shown goes to the server whose URI templates' scheme matches it, else it is unknown.
+A list request is sent to each enabled server under the gateway's own id (or answered from its
+manifest when it is not running); the parts are joined in the configuration's order, prompts renamed
+like tools. A server that fails or has no such method adds nothing. A prompt's name names its server
+by its prefix. Each resource listed remembers its server, so ``resources/read`` and ``subscribe``
+reach it; a URI no list has shown goes to the server whose URI templates' scheme matches it, else it
+is unknown.
 """
 
 from __future__ import annotations
@@ -57,6 +59,11 @@ class Passthrough:
         self.gathers[key] = Gather(request_id, method, set(self.servers))
         plain = {k: v for k, v in params.items() if k != "cursor"}  # one page of each server
         return [(s, {"jsonrpc": "2.0", "id": f"{key}{s}", "method": method, "params": plain}) for s in self.servers]
+
+    def method_of(self, server: str, request_id: object) -> str | None:
+        """The list method of a part still awaited from ``server`` (None: no such part)."""
+        gather = self.gathers.get(str(request_id).removesuffix(server))
+        return gather.method if gather is not None and server in gather.waiting else None
 
     def part(self, server: str, message: Message) -> bytes | None:
         """Take a server's part (or failure); the client's answer once every part is in."""

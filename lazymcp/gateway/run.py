@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from lazymcp import jsonrpc
 from lazymcp.gateway.config import ConfigError, GatewayConfig, load_config
 from lazymcp.gateway.core import Gateway
 from lazymcp.gateway.manifest import DEFAULT_TTL, Manifest, ManifestStore, cache_dir
 from lazymcp.gateway.merged import DEFAULT_BUDGET
 from lazymcp.gateway.namespace import check_separator, check_server_name
+from lazymcp.gateway.passthrough import LISTS
 from lazymcp.limits import EXPIRE_EVERY, Limits
 from lazymcp.link import Link, sdk_serializer
 from lazymcp.options import Options
@@ -95,12 +97,18 @@ async def refresh(launch: Launch) -> int:
     def nowhere(line: bytes) -> None:
         pass
 
+    async def settled(busy: Callable[[], bool]) -> None:
+        while busy():  # bounded: each server's requests end by --timeout
+            done = loop.create_future()
+            loop.call_later(EXPIRE_EVERY, done.set_result, None)
+            await done
+
     link = Link(gateway, nowhere, store=store)
     await link.start(eager=True)
-    while gateway.discovering or link.tasks:
-        done = loop.create_future()
-        loop.call_later(EXPIRE_EVERY, done.set_result, None)
-        await done
+    await settled(lambda: gateway.discovering or bool(link.tasks))
+    for number, method in enumerate(LISTS, 1):  # the lists clients ask for at start-up, kept too
+        link.from_client(jsonrpc.request_line(f"refresh-{number}", method, {}))
+    await settled(lambda: gateway.owed > 0)
     await link.close()
     failed = 0
     for name, server in gateway.links.items():
