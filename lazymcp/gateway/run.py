@@ -21,6 +21,7 @@ from lazymcp.gateway.namespace import check_separator, check_server_name
 from lazymcp.gateway.passthrough import LISTS
 from lazymcp.limits import EXPIRE_EVERY, Limits
 from lazymcp.link import Link, sdk_serializer
+from lazymcp.notices import LOGGER
 from lazymcp.options import Options
 
 
@@ -120,6 +121,25 @@ async def refresh(launch: Launch) -> int:
     return 1 if failed else 0
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def start_line(gateway: Gateway, source: str, where: str, eager: bool) -> str:
+    """What is running: the servers, what is known of them without starting them, the mode, the clients."""
+    from lazymcp.version import __version__
+
+    listed = [link for link in gateway.links.values() if link.tools is not None]
+    starting = len(gateway.links) if eager else len(gateway.links) - len(listed) + len(gateway.stale)
+    mode = gateway.catalog.options.mode
+    chosen = f"auto ({mode} for these tools)" if gateway.mode == "auto" else mode
+    return (
+        f"lazymcp gateway {__version__}: {plural(len(gateway.links), 'server')} of {source} ({len(listed)} listed from"
+        f" manifests, {starting} started now, the rest on first use), {len(gateway.catalog.tools)} tools known,"
+        f" mode {chosen}, clients on {where}"
+    )
+
+
 def run_gateway(
     path: str,
     options: Options,
@@ -144,7 +164,9 @@ def run_gateway(
     if launch.refresh:
         return asyncio.run(refresh(launch))
     store = ManifestStore(cache_dir())
-    build_gateway(launch, store)  # a name collision stops it here, before any client comes
+    first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
+    where = f"http://{http[0]}:{http[1]}/mcp" if http else "stdio"
+    LOGGER.info(start_line(first, config.source, where, launch.eager))
     if http is not None:
         from lazymcp.proxy_http import HttpFront, let_in, serve_front
 
