@@ -182,4 +182,4 @@ def run_gateway(
             name="gateway",
         )
         return serve_front(front, http)
-    return asyncio.run(run_stdio(build_gateway(launch, store), store=store, eager=launch.eager))
+    return asyncio.run(run_stdio(first, store=store, eager=launch.eager))
