@@ -196,6 +196,7 @@ class Link:
     def _stop(self, server: str) -> None:
         upstream = self.upstreams.pop(server, None)
         if upstream is not None:
+            self.on_pressure(server, False)  # a server that stopped reading holds the client no more
             self._task(upstream.stop())
 
     def _save(self, action: Save) -> None:
