@@ -300,3 +300,34 @@ async def test_a_2026_client_lists_calls_and_reads_across_servers(config: Path, 
     assert str(read.contents[0].uri) == str(static)
     assert supported and "memory__read_graph" in [stub["name"] for stub in stubs]
     assert "repo_path" in described["inputSchema"]["properties"]
+
+
+@pytest.mark.anyio
+async def test_a_server_that_stops_reading_holds_the_client_only_until_it_fails(tmp_path: Path) -> None:
+    """The gateway stops reading its client while a server's input is full; once that server fails
+    (here: past --timeout), the others are reached again."""
+    hostile = [sys.executable, str(ROOT / "tests" / "servers" / "hostile_upstream.py"), "plain"]
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"deaf": entry(hostile), "fine": entry(hostile)}}))
+    failures: list[str] = []
+    with anyio.fail_after(TIMEOUT):
+        async with Client(gateway(config, tmp_path / "cache", "--timeout", "3", "--mode", "eager")) as client:
+
+            async def fill(number: int) -> None:
+                try:
+                    await client.call_tool("deaf__echo", {"text": f"{number}" * 400_000})
+                except MCPError as exc:
+                    failures.append(exc.message)
+
+            async def deafen() -> None:
+                with pytest.raises(MCPError):
+                    await client.call_tool("deaf__deaf", {})
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(deafen)  # the server stops reading: what follows fills its input
+                await anyio.sleep(0.5)
+                for number in range(8):
+                    group.start_soon(fill, number)
+            echoed = await client.call_tool("fine__echo", {"text": "still here"})
+    assert failures and all("server 'deaf'" in failure for failure in failures)
+    assert "still here" in text(echoed)

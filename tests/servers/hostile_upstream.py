@@ -9,7 +9,8 @@ KIND shapes its ``tools/list``:
 Its tools: ``echo`` answers at once with its arguments and the ``_meta`` it got; ``slow`` answers after
 ``arguments.seconds``; ``hang`` never answers; ``ask`` sends the client an elicitation request and
 then, when ``arguments.cancel`` is true, cancels it itself (answering the call at once); ``flood``
-sends ``arguments.count`` log notifications, then answers; ``die`` exits with status 3. ``resources/list``
+sends ``arguments.count`` log notifications, then answers; ``die`` exits with status 3; ``deaf`` never
+answers and never reads its stdin again. ``resources/list``
 answers with one resource.
 """
 
@@ -23,7 +24,7 @@ SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}}
 TOOLS = [{"name": name, "description": f"The {name} tool.", "inputSchema": SCHEMA} for name in ("echo", "slow", "hang")]
 TOOLS += [
     {"name": name, "description": f"The {name} tool.", "inputSchema": {"type": "object"}}
-    for name in ("ask", "flood", "die")
+    for name in ("ask", "flood", "die", "deaf")
 ]
 
 
@@ -84,6 +85,8 @@ def call(request_id: object, params: dict) -> None:
         text(request_id, {"flooded": True})
     elif name == "die":
         sys.exit(3)
+    elif name == "deaf":
+        threading.Event().wait()
     else:
         send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
 
