@@ -10,11 +10,15 @@ import anyio
 import httpx2
 import pytest
 import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lazymcp.auth import (
     Access,
@@ -54,19 +58,41 @@ async def guarded(access: Access, port: int) -> AsyncGenerator[str]:
         return JSONResponse({"in": True, "subject": subject})
 
     app = Starlette(routes=[Route("/mcp", mcp, methods=["GET", "POST"]), *access.routes()])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(server.serve)
-            with anyio.fail_after(30):
-                while not server.started:  # noqa: ASYNC110  # uvicorn exposes a flag, not an event
-                    await anyio.sleep(0.02)  # bounded by fail_after: uvicorn is binding
-            try:
-                yield f"http://127.0.0.1:{port}/mcp"
-            finally:
-                server.should_exit = True
+        async with serving(app, port) as url:
+            yield url
     finally:
         await access.aclose()
+
+
+@asynccontextmanager
+async def serving(app: ASGIApp, port: int) -> AsyncGenerator[str]:
+    """``app`` served by uvicorn on 127.0.0.1:``port``; yields the URL of its ``/mcp``."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.serve)
+        with anyio.fail_after(30):
+            while not server.started:  # noqa: ASYNC110  # uvicorn exposes a flag, not an event
+                await anyio.sleep(0.02)  # bounded by fail_after: uvicorn is binding
+        try:
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            server.should_exit = True
+
+
+class Guard:
+    """An MCP server's ASGI app behind ``access``, as the lazymcp front will put it."""
+
+    def __init__(self, app: ASGIApp, access: Access) -> None:
+        self.app, self.access = app, access
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = await self.access.check(Request(scope, receive))
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 @contextmanager
@@ -132,6 +158,37 @@ async def test_oauth_tokens_get_in_only_when_active_for_this_resource_and_scoped
         assert params["error"] == error
         assert params["resource_metadata"] == f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
         assert params["scope"] == SCOPE
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_the_sdk_client_reaches_a_guarded_mcp_server_with_its_token() -> None:
+    port = free_port()
+    resource = default_resource("127.0.0.1", port)
+    server = MCPServer("guarded")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Say it back."""
+        return text
+
+    with issuer_for(resource) as issuer:
+        access = access_from(None, issuer.url, None, [SCOPE], "127.0.0.1", port, env=SECRETS)
+        app = server.streamable_http_app()
+        app.router.routes.extend(access.routes())
+        try:
+            async with serving(Guard(app, access), port) as url:
+                with anyio.fail_after(60):
+                    team = httpx2.AsyncClient(headers={"Authorization": "Bearer good"})
+                    async with team, Client(streamable_http_client(url, http_client=team), mode="legacy") as client:
+                        listing = await client.list_tools()
+                        echoed = await client.call_tool("echo", {"text": "team"})
+                    refused = await get(url, "no-scope")
+        finally:
+            await access.aclose()
+    assert [tool.name for tool in listing.tools] == ["echo"]
+    assert echoed.structured_content == {"result": "team"}
+    assert refused.status_code == 403
+    assert issuer.introspections == 2  # the client's token once, then from the cache; the refused one once
 
 
 async def test_a_request_without_a_token_is_told_where_the_resource_metadata_is() -> None:
