@@ -426,7 +426,7 @@ def discover_introspection(issuer: str, timeout: float = DEFAULT_TIMEOUT) -> str
                     if answer.status_code != 200:
                         tried.append(f"{url} (HTTP {answer.status_code})")
                         continue
-                    body = _read_sync(answer)
+                    body = _read_sync(answer, timeout)
             except httpx2.HTTPError as exc:
                 raise ConfigError(
                     f"cannot read the metadata of OAuth issuer {issuer}: {exc or type(exc).__name__}"
@@ -519,10 +519,14 @@ async def _read_async(answer: httpx2.Response) -> bytes:
     return bytes(body)
 
 
-def _read_sync(answer: httpx2.Response) -> bytes:
+def _read_sync(answer: httpx2.Response, timeout: float) -> bytes:
+    """The body, read within about ``timeout`` in total (each read is bounded by the client's timeout too)."""
+    deadline = time.monotonic() + timeout
     body = bytearray()
     for chunk in answer.iter_bytes():
         body += chunk
         if len(body) > MAX_ISSUER_BYTES:
             raise IssuerUnavailable(f"the answer is longer than {MAX_ISSUER_BYTES} bytes")
+        if time.monotonic() > deadline:
+            raise IssuerUnavailable(f"the answer took longer than {timeout:g}s")
     return bytes(body)

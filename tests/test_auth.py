@@ -378,6 +378,12 @@ def test_an_issuer_whose_metadata_names_another_issuer_is_refused() -> None:
         oauth_access(f"{issuer.url}/nothing-here", ELSEWHERE, timeout=5)
 
 
+@pytest.mark.parametrize("where", ["drip", "huge"])
+def test_issuer_metadata_that_drips_or_floods_stops_the_start(where: str) -> None:
+    with issuer_for(ELSEWHERE) as issuer, pytest.raises(ConfigError):
+        oauth_access(f"{issuer.url}/{where}", ELSEWHERE, timeout=1)  # pytest-timeout ends a hang
+
+
 def test_malformed_scopes_and_a_secret_without_an_id_are_refused() -> None:
     with pytest.raises(ConfigError):
         oauth_access("https://issuer.example", "https://gateway.example/mcp", scopes=['a"b'], introspection="https://x")

@@ -3,8 +3,8 @@ set of tokens, served over real HTTP by uvicorn in a thread of its own.
 
 A thread, not the test's event loop: ``oauth_access`` reads the metadata with a blocking client, as the
 command line does before it serves. Besides the honest issuer at ``/``, it serves an OpenID-only issuer
-at ``/oidc`` and introspection endpoints that misbehave: ``/drip/introspect`` sends a byte at a time and
-never finishes, ``/huge/introspect`` sends megabytes.
+at ``/oidc``, and endpoints that misbehave: ``/drip/introspect`` sends a byte at a time and never
+finishes, ``/huge/introspect`` sends megabytes, and so do the metadata of issuers ``/drip`` and ``/huge``.
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ class Issuer:
                 Route("/oidc/introspect", self.introspect, methods=["POST"]),
                 Route("/drip/introspect", self.drip, methods=["POST"]),
                 Route("/huge/introspect", self.huge, methods=["POST"]),
+                Route("/.well-known/oauth-authorization-server/drip", self.drip),
+                Route("/.well-known/oauth-authorization-server/huge", self.huge),
             ]
         )
 
