@@ -257,6 +257,18 @@ async def test_a_token_let_in_is_not_introspected_again_but_a_refused_one_is() -
     assert issuer.introspections == 3
 
 
+async def test_an_overlong_token_is_refused_without_asking_the_issuer() -> None:
+    port = free_port()
+    resource = default_resource("127.0.0.1", port)
+    with issuer_for(resource) as issuer:
+        access = access_from(None, issuer.url, resource, [], "127.0.0.1", port, env=SECRETS)
+        async with guarded(access, port) as url:
+            with anyio.fail_after(60):
+                answer = await get(url, "g" * 9000)
+    assert answer.status_code == 401 and challenge(answer)["error"] == "invalid_token"
+    assert issuer.introspections == 0
+
+
 async def test_the_verdict_cache_keeps_only_its_size() -> None:
     port = free_port()
     resource = default_resource("127.0.0.1", port)
