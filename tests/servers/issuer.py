@@ -1,0 +1,125 @@
+"""A small OAuth authorization server for tests: RFC 8414 metadata and RFC 7662 introspection over a fixed
+set of tokens, served over real HTTP by uvicorn in a thread of its own.
+
+A thread, not the test's event loop: ``oauth_access`` reads the metadata with a blocking client, as the
+command line does before it serves. Besides the honest issuer at ``/``, it serves an OpenID-only issuer
+at ``/oidc``, and endpoints that misbehave: ``/drip/introspect`` sends a byte at a time and never
+finishes, ``/huge/introspect`` sends megabytes, and so do the metadata of issuers ``/drip`` and ``/huge``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Generator
+from contextlib import contextmanager
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+CLIENT_ID = "lazymcp-gateway"
+CLIENT_SECRET = "introspection-secret-5e1"
+SCOPE = "mcp:tools"
+ELSEWHERE = "https://elsewhere.example/mcp"
+
+
+def tokens(resource: str) -> dict[str, dict[str, Any]]:
+    """What introspection says of each known token; any other token is inactive."""
+    now = int(time.time())
+    good = {"active": True, "scope": f"{SCOPE} profile", "client_id": "team-client", "sub": "ada", "exp": now + 3600}
+    return {
+        "good": {**good, "aud": resource},
+        "good-among-audiences": {**good, "aud": [ELSEWHERE, resource]},
+        "expired": {**good, "aud": resource, "exp": now - 60},
+        "inactive": {"active": False},
+        "other-audience": {**good, "aud": ELSEWHERE},
+        "no-audience": good,
+        "no-scope": {**good, "aud": resource, "scope": "profile"},
+    }
+
+
+class Issuer:
+    """The authorization server's state: its URL, its tokens, and how often it was asked."""
+
+    def __init__(self, port: int, resource: str) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+        self.tokens = tokens(resource)
+        self.introspections = 0
+
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/.well-known/oauth-authorization-server", self.metadata),
+                Route("/oidc/.well-known/openid-configuration", self.oidc_metadata),
+                Route("/introspect", self.introspect, methods=["POST"]),
+                Route("/oidc/introspect", self.introspect, methods=["POST"]),
+                Route("/drip/introspect", self.drip, methods=["POST"]),
+                Route("/huge/introspect", self.huge, methods=["POST"]),
+                Route("/.well-known/oauth-authorization-server/drip", self.drip),
+                Route("/.well-known/oauth-authorization-server/huge", self.huge),
+            ]
+        )
+
+    def _metadata(self, issuer: str) -> dict[str, Any]:
+        return {
+            "issuer": issuer,
+            "authorization_endpoint": f"{issuer}/authorize",
+            "token_endpoint": f"{issuer}/token",
+            "introspection_endpoint": f"{issuer}/introspect",
+            "response_types_supported": ["code"],
+        }
+
+    async def metadata(self, request: Request) -> Response:
+        return JSONResponse(self._metadata(self.url))
+
+    async def oidc_metadata(self, request: Request) -> Response:
+        return JSONResponse(self._metadata(f"{self.url}/oidc"))
+
+    async def introspect(self, request: Request) -> Response:
+        """RFC 7662 §2: the caller authenticates with HTTP Basic; the token comes as a form field."""
+        import base64
+
+        expected = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
+        if request.headers.get("authorization") != f"Basic {expected}":
+            return JSONResponse({"error": "invalid_client"}, status_code=401)
+        self.introspections += 1
+        token = str((await request.form()).get("token", ""))
+        return JSONResponse(self.tokens.get(token, {"active": False}))
+
+    async def drip(self, request: Request) -> Response:
+        async def forever() -> AsyncIterator[bytes]:
+            yield b"{"
+            while True:
+                await asyncio.sleep(0.1)
+                yield b" "
+
+        return StreamingResponse(forever(), media_type="application/json")
+
+    async def huge(self, request: Request) -> Response:
+        padding = b" " * (4 * 1024 * 1024)
+        return Response(b'{"active": true,' + padding + b'"aud": "x"}', media_type="application/json")
+
+
+@contextmanager
+def running_issuer(port: int, resource: str) -> Generator[Issuer]:
+    """An ``Issuer`` listening on 127.0.0.1:``port`` until the block ends."""
+    issuer = Issuer(port, resource)
+    config = uvicorn.Config(issuer.app(), host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="issuer", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError(f"the test issuer did not start on port {port}")
+        time.sleep(0.02)  # bounded by the deadline: uvicorn is binding
+    try:
+        yield issuer
+    finally:
+        server.should_exit = True
+        thread.join(30)
