@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 from urllib.parse import urlsplit
@@ -40,6 +40,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from lazymcp import jsonrpc
+from lazymcp.auth import Access, open_access
 from lazymcp.bridge import SUBSCRIPTION_ID_KEY
 from lazymcp.errors import ErrorCode
 from lazymcp.limits import DropOldest, Limits, say
@@ -58,14 +59,6 @@ IDLE_SECONDS = 30 * 60
 """A 2025 client session with no request for this long is ended (clients often never send DELETE)."""
 ANSWER_GRACE = 5.0
 """Seconds past the timeout a POST waits, so the router's own timeout answers it first."""
-
-
-Refusal = Callable[[Request], Awaitable[Response | None]]
-"""Who may come in: None lets a request in, else the response that refuses it."""
-
-
-async def let_in(request: Request) -> Response | None:
-    return None
 
 
 class HttpSession:
@@ -131,13 +124,13 @@ class HttpFront:
         *,
         allow_hosts: Sequence[str] = (),
         allow_origins: Sequence[str] = (),
-        refuse: Refusal = let_in,
+        access: Access | None = None,
         store: ManifestStore | None = None,
         eager: bool = False,
         name: str = "proxy",
     ) -> None:
         self.make_core = make_core
-        self.refuse = refuse
+        self.access = access or open_access()
         self.store = store
         self.eager = eager
         self.name = name
@@ -161,9 +154,10 @@ class HttpFront:
             self.loop = asyncio.get_running_loop()
             yield
             await self.close()
+            await self.access.aclose()
 
         endpoint = Route("/mcp", self.endpoint, methods=["GET", "POST", "DELETE"])
-        return Starlette(routes=[endpoint, *routes], lifespan=lifespan)
+        return Starlette(routes=[endpoint, *self.access.routes(), *routes], lifespan=lifespan)
 
     async def close(self) -> None:
         sides = [*self.sessions.values(), *([self.modern] if self.modern else [])]
@@ -228,7 +222,7 @@ class HttpFront:
         self._reap_later(side, side.link.failure or "the session ended")
 
     async def endpoint(self, request: Request) -> Response:
-        refused = await self.refuse(request) or self.guard.check(request)
+        refused = await self.access.check(request) or self.guard.check(request)
         if refused is not None:
             return refused
         await self._reap_idle()

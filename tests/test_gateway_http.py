@@ -70,7 +70,7 @@ def test_listening_off_loopback_without_a_token_is_refused(
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {}}))
     assert main(["gateway", "--config", str(config), "--http", "0.0.0.0:9"]) == 2
-    assert "without a token" in capsys.readouterr().err
+    assert "without authentication" in capsys.readouterr().err
 
 
 @pytest.mark.anyio
@@ -139,3 +139,39 @@ async def test_the_gateway_over_http_has_the_proxys_bounds_and_takes_2026_client
     assert first.status_code == 200
     assert second.status_code == 503 and "--max-sessions" in second.text
     assert [echo.content[0].text for echo in echoes] == ["Echo: one", "Echo: two"]  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_the_gateway_lets_in_oauth_tokens_its_issuer_vouches_for(
+    everything_command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--oauth-issuer``: each token is introspected at a real issuer (RFC 7662) and must be issued for
+    this gateway; the protected-resource metadata tells clients where to get one."""
+    from .servers.issuer import CLIENT_ID, CLIENT_SECRET, running_issuer
+
+    config = tmp_path / "mcp.json"
+    server = {"command": everything_command[0], "args": everything_command[1:]}
+    config.write_text(json.dumps({"mcpServers": {"everything": server}}))
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    env = {"LAZYMCP_OAUTH_CLIENT_ID": CLIENT_ID, "LAZYMCP_OAUTH_CLIENT_SECRET": CLIENT_SECRET}
+    env["LAZYMCP_CACHE_DIR"] = str(tmp_path / "cache")
+    with running_issuer(free_port(), resource) as issuer:
+        command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config)]
+        command += ["--http", f"127.0.0.1:{port}", "--oauth-issuer", issuer.url]
+        async with listening(command, port, env=env) as url:
+            with anyio.fail_after(60):
+                async with httpx2.AsyncClient() as raw:
+                    missing = await raw.post(url, json=INIT)
+                    wrong = await raw.post(url, json=INIT, headers={"Authorization": "Bearer other-audience"})
+                    metadata = await raw.get(f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp")
+                team = httpx2.AsyncClient(headers={"Authorization": "Bearer good"})
+                async with team, Client(streamable_http_client(url, http_client=team), mode="legacy") as client:
+                    echoed = await client.call_tool("everything__echo", {"message": "vouched for"})
+    assert (missing.status_code, wrong.status_code) == (401, 401)
+    assert "resource_metadata=" in missing.headers["www-authenticate"]
+    assert 'error="invalid_token"' in wrong.headers["www-authenticate"]
+    assert metadata.json()["resource"] == resource
+    assert metadata.json()["authorization_servers"] == [issuer.url]
+    assert "vouched for" in str(echoed.content[0])
+    assert issuer.introspections >= 2

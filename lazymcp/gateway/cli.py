@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import hmac
 import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from lazymcp.messages import MODES, Mode
 from lazymcp.options import Options
+
+if TYPE_CHECKING:
+    from lazymcp.auth import Access
 
 GATEWAY_MODES = ("auto", *MODES)
 
@@ -44,7 +46,23 @@ def add_gateway_parser(
         "--token-file",
         metavar="FILE",
         help="with --http: the bearer token every request must carry (else env LAZYMCP_GATEWAY_TOKEN); "
-        "required off loopback",
+        "off loopback this or --oauth-issuer is required",
+    )
+    gateway.add_argument(
+        "--oauth-issuer",
+        metavar="URL",
+        help="with --http: accept OAuth access tokens of this authorization server, checked by introspection",
+    )
+    gateway.add_argument(
+        "--oauth-resource",
+        metavar="URL",
+        help="this gateway's URL as clients reach it, which tokens must be issued for (default: from --http)",
+    )
+    gateway.add_argument(
+        "--oauth-scope", metavar="SCOPE", action="append", default=[], help="a scope every token must carry"
+    )
+    gateway.add_argument(
+        "--oauth-introspection", metavar="URL", help="the issuer's introspection endpoint, if its metadata has none"
     )
     gateway.add_argument("--budget", type=int, default=None, metavar="TOKENS", help="auto mode's budget (20000)")
     add_options(gateway)
@@ -70,7 +88,7 @@ def run(args: argparse.Namespace, options: Options) -> int:
             eager=args.eager_start,
             refresh=args.refresh,
             http=args.http,
-            refuse=_refusal(args),
+            access=_access(args),
             allow_hosts=tuple(args.allow_host),
             allow_origins=tuple(args.allow_origin),
         )
@@ -90,35 +108,28 @@ def stats(path: str, options: Options) -> int:
     return 0
 
 
-def _refusal(args: argparse.Namespace) -> Any:
-    """With ``--http``: who may not come in (no bearer token, a wrong one); None on stdio.
+def _access(args: argparse.Namespace) -> Access | None:
+    """With ``--http``: who may come in (``lazymcp.auth``); None on stdio.
 
     Raises:
-        ConfigError: a non-loopback address without a token.
+        ConfigError: conflicting flags, a non-loopback address without authentication, an issuer that
+            cannot be read.
     """
-    from lazymcp.gateway.config import ConfigError
-    from lazymcp.proxy_http import LOOPBACK
+    from lazymcp.auth import access_from
 
     if args.http is None:
         return None
+    host, port = args.http
     token = _token(args.token_file)
-    host = args.http[0]
-    if token is None:
-        if host not in LOOPBACK:
-            raise ConfigError(f"refusing to serve {host} without a token: give --token-file or LAZYMCP_GATEWAY_TOKEN")
-        return None
-    from starlette.requests import Request
-    from starlette.responses import Response
-
-    expected = token.encode()
-
-    async def refuse(request: Request) -> Response | None:
-        scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), expected):
-            return None
-        return Response("Unauthorized", status_code=401, headers={"WWW-Authenticate": 'Bearer realm="lazymcp"'})
-
-    return refuse
+    return access_from(
+        token,
+        args.oauth_issuer,
+        args.oauth_resource,
+        args.oauth_scope,
+        host,
+        port,
+        introspection=args.oauth_introspection,
+    )
 
 
 def _token(path: str | None) -> str | None:

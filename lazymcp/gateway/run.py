@@ -10,7 +10,7 @@ import asyncio
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lazymcp import jsonrpc
 from lazymcp.gateway.config import ConfigError, GatewayConfig, load_config
@@ -23,6 +23,9 @@ from lazymcp.limits import EXPIRE_EVERY, Limits
 from lazymcp.link import Link, sdk_serializer
 from lazymcp.notices import LOGGER
 from lazymcp.options import Options
+
+if TYPE_CHECKING:
+    from lazymcp.auth import Access
 
 
 def say(message: str) -> None:
@@ -145,7 +148,7 @@ def run_gateway(
     options: Options,
     *,
     http: tuple[str, int] | None = None,
-    refuse: Any = None,
+    access: Access | None = None,
     allow_hosts: tuple[str, ...] = (),
     allow_origins: tuple[str, ...] = (),
     **choices: Any,
@@ -166,9 +169,11 @@ def run_gateway(
     store = ManifestStore(cache_dir())
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
     where = f"http://{http[0]}:{http[1]}/mcp" if http else "stdio"
+    if access is not None:
+        where = f"{where} ({access.describe()})"
     LOGGER.info(start_line(first, config.source, where, launch.eager))
     if http is not None:
-        from lazymcp.proxy_http import HttpFront, let_in, serve_front
+        from lazymcp.proxy_http import HttpFront, serve_front
 
         front = HttpFront(
             lambda: build_gateway(launch, store),
@@ -176,7 +181,7 @@ def run_gateway(
             http[0],
             allow_hosts=allow_hosts,
             allow_origins=allow_origins,
-            refuse=refuse or let_in,
+            access=access,
             store=store,
             eager=launch.eager,
             name="gateway",
