@@ -109,6 +109,9 @@ def _add_session_options(parser: argparse.ArgumentParser) -> None:
         ),
     )
     _add_address_options(parser)
+    from lazymcp.gateway.cli import add_access_options
+
+    add_access_options(parser)
 
 
 def limits_of(args: argparse.Namespace) -> Limits:
@@ -291,6 +294,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _proxy(args: argparse.Namespace, command: list[str]) -> int:
+    from lazymcp.gateway.cli import access_of
     from lazymcp.proxy import run_proxy
 
     if bool(command) == bool(args.url):
@@ -304,6 +308,7 @@ def _proxy(args: argparse.Namespace, command: list[str]) -> int:
             options,
             http=args.http,
             limits=limits_of(args),
+            access=access_of(args, required=False),
             allow_hosts=args.allow_host,
             allow_origins=args.allow_origin,
         )

@@ -30,6 +30,7 @@ from lazymcp.options import Options
 from lazymcp.upstream import Lines
 
 if TYPE_CHECKING:
+    from lazymcp.auth import Access
     from lazymcp.gateway.core import Gateway
     from lazymcp.gateway.manifest import ManifestStore
 
@@ -220,6 +221,7 @@ def run_proxy(
     http: tuple[str, int] | None = None,
     allow_hosts: Sequence[str] = (),
     allow_origins: Sequence[str] = (),
+    access: Access | None = None,
 ) -> int:
     """Run the proxy: ``upstream`` is a command (stdio) or a URL (streamable HTTP); clients come over
     this process's stdio, or streamable HTTP at ``http`` (host, port)."""
@@ -228,4 +230,6 @@ def run_proxy(
         return run_stdio_proxy(upstream, options, limits=limits)
     from lazymcp.proxy_http import run_http_front
 
-    return run_http_front(upstream, options, limits, http, allow_hosts=allow_hosts, allow_origins=allow_origins)
+    return run_http_front(
+        upstream, options, limits, http, allow_hosts=allow_hosts, allow_origins=allow_origins, access=access
+    )

@@ -487,10 +487,11 @@ def run_http_front(
     *,
     allow_hosts: Sequence[str] = (),
     allow_origins: Sequence[str] = (),
+    access: Access | None = None,
 ) -> int:
     """Serve the proxy's HTTP clients at ``http`` (host, port) until SIGTERM or SIGINT; the exit status."""
     host, _ = http
-    if host not in LOOPBACK and not allow_hosts and not allow_origins:
+    if host not in LOOPBACK and not allow_hosts and not allow_origins and access is None:
         say(f"warning: listening on {host} with no --allow-host or --allow-origin: any Host and Origin are accepted")
     front = HttpFront(
         lambda: proxy_core(upstream, options, limits),
@@ -498,6 +499,7 @@ def run_http_front(
         host,
         allow_hosts=allow_hosts,
         allow_origins=allow_origins,
+        access=access,
     )
     return serve_front(front, http)
 

@@ -175,3 +175,20 @@ async def test_the_gateway_lets_in_oauth_tokens_its_issuer_vouches_for(
     assert metadata.json()["authorization_servers"] == [issuer.url]
     assert "vouched for" in str(echoed.content[0])
     assert issuer.introspections >= 2
+
+
+@pytest.mark.anyio
+async def test_the_proxy_over_http_takes_the_same_access_flags(everything_command: list[str], tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    port = free_port()
+    command = [sys.executable, "-m", "lazymcp", "proxy", "--http", f"127.0.0.1:{port}", "--token-file", str(token_file)]
+    async with listening([*command, "--", *everything_command], port) as url:
+        with anyio.fail_after(60):
+            async with httpx2.AsyncClient() as raw:
+                missing = await raw.post(url, json=INIT)
+            team = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+            async with team, Client(streamable_http_client(url, http_client=team), mode="legacy") as client:
+                echoed = await client.call_tool("echo", {"message": "one front"})
+    assert missing.status_code == 401
+    assert "one front" in str(echoed.content[0])

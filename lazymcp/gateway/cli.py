@@ -42,30 +42,34 @@ def add_gateway_parser(
         help="auto (default): the describe listing while its stubs fit --budget, the proxy surface beyond",
     )
     gateway.add_argument("--http", metavar="HOST:PORT", type=host_port, help="serve clients streamable HTTP at /mcp")
-    gateway.add_argument(
+    gateway.add_argument("--budget", type=int, default=None, metavar="TOKENS", help="auto mode's budget (20000)")
+    add_options(gateway)
+
+
+def add_access_options(parser: argparse.ArgumentParser) -> None:
+    """Who may use the HTTP front (``lazymcp.auth``): a bearer token or an OAuth issuer's tokens."""
+    parser.add_argument(
         "--token-file",
         metavar="FILE",
         help="with --http: the bearer token every request must carry (else env LAZYMCP_GATEWAY_TOKEN); "
-        "off loopback this or --oauth-issuer is required",
+        "the gateway requires this or --oauth-issuer off loopback",
     )
-    gateway.add_argument(
+    parser.add_argument(
         "--oauth-issuer",
         metavar="URL",
         help="with --http: accept OAuth access tokens of this authorization server, checked by introspection",
     )
-    gateway.add_argument(
+    parser.add_argument(
         "--oauth-resource",
         metavar="URL",
-        help="this gateway's URL as clients reach it, which tokens must be issued for (default: from --http)",
+        help="this server's URL as clients reach it, which tokens must be issued for (default: from --http)",
     )
-    gateway.add_argument(
+    parser.add_argument(
         "--oauth-scope", metavar="SCOPE", action="append", default=[], help="a scope every token must carry"
     )
-    gateway.add_argument(
+    parser.add_argument(
         "--oauth-introspection", metavar="URL", help="the issuer's introspection endpoint, if its metadata has none"
     )
-    gateway.add_argument("--budget", type=int, default=None, metavar="TOKENS", help="auto mode's budget (20000)")
-    add_options(gateway)
 
 
 def run(args: argparse.Namespace, options: Options) -> int:
@@ -88,7 +92,7 @@ def run(args: argparse.Namespace, options: Options) -> int:
             eager=args.eager_start,
             refresh=args.refresh,
             http=args.http,
-            access=_access(args),
+            access=access_of(args),
             allow_hosts=tuple(args.allow_host),
             allow_origins=tuple(args.allow_origin),
         )
@@ -108,8 +112,9 @@ def stats(path: str, options: Options) -> int:
     return 0
 
 
-def _access(args: argparse.Namespace) -> Access | None:
-    """With ``--http``: who may come in (``lazymcp.auth``); None on stdio.
+def access_of(args: argparse.Namespace, *, required: bool = True) -> Access | None:
+    """With ``--http``: who may come in (``lazymcp.auth``); None on stdio, and, unless ``required``,
+    when no flag names any (the proxy's front then lets everyone in, as it always did).
 
     Raises:
         ConfigError: conflicting flags, a non-loopback address without authentication, an issuer that
@@ -121,6 +126,9 @@ def _access(args: argparse.Namespace) -> Access | None:
         return None
     host, port = args.http
     token = _token(args.token_file)
+    given = token or args.oauth_issuer or args.oauth_resource or args.oauth_scope or args.oauth_introspection
+    if not required and not given:
+        return None
     return access_from(
         token,
         args.oauth_issuer,
