@@ -193,7 +193,9 @@ async def test_a_server_killed_mid_session_fails_alone(config: Path, tmp_path: P
             others = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
             listing = await client.list_tools()
             described = await raw_request(client.session, "tools/describe", {"name": "memory__read_graph"})
+            meta = await client.call_tool("describe_tools", {"names": ["memory__read_graph", "time__get_current_time"]})
     assert not before.is_error
+    assert list(json.loads(text(meta))["unavailable"]) == ["memory__read_graph"]  # what a stock client's model reads
     assert failed.value.code == ErrorCode.UPSTREAM_ERROR
     assert "server 'memory'" in failed.value.message
     assert not others.is_error

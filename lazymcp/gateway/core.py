@@ -54,13 +54,13 @@ from lazymcp.errors import ErrorCode, LazyMCPError
 from lazymcp.gateway.config import ConfigError, ServerEntry
 from lazymcp.gateway.link import Action, Link, Save, Send, Start, Stop, ToClient
 from lazymcp.gateway.manifest import Manifest
-from lazymcp.gateway.merged import DEFAULT_BUDGET, instructions, mark_unavailable, merged_catalog
+from lazymcp.gateway.merged import DEFAULT_BUDGET, instructions, mark_described, mark_unavailable, merged_catalog
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
 from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId, id_key
 from lazymcp.limits import CLIENT_TIMEOUT
-from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH
+from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DESCRIBE_TOOLS
 from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
 from lazymcp.modes import DynamicSession
 from lazymcp.options import Options
@@ -371,9 +371,11 @@ class Gateway:
             return [ToClient(jsonrpc.error_from(request_id, exc))]
         if isinstance(outcome, Answer):
             result = outcome.result
+            down = {name: link.reason or "" for name, link in self.links.items() if link.state == "down"}
             if message["method"] in (DESCRIBE, DESCRIBE_BATCH):
-                down = {name: link.reason or "" for name, link in self.links.items() if link.state == "down"}
                 result = mark_unavailable(result, down, self.names)
+            elif jsonrpc.field(message.get("params"), "name") == DESCRIBE_TOOLS:
+                result = mark_described(result, down, self.names)
             answer = ToClient(jsonrpc.result_line(request_id, result))
             if outcome.changed:
                 return [ToClient(jsonrpc.notification_line("notifications/tools/list_changed")), answer]

@@ -8,6 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
+import orjson
+
+from lazymcp import jsonrpc
 from lazymcp.catalog import Catalog
 from lazymcp.gateway.config import ServerEntry, tool_meta
 from lazymcp.gateway.namespace import Namespace
@@ -84,6 +87,33 @@ def mark_unavailable(result: dict[str, Any], down: Mapping[str, str], names: Nam
     if "tool" in result:
         return {**result, "tool": mark(result["tool"])}
     return {**result, "tools": [mark(tool) for tool in result["tools"]]}
+
+
+def mark_described(result: dict[str, Any], down: Mapping[str, str], names: Namespace) -> dict[str, Any]:
+    """A ``describe_tools`` meta-tool result whose payload names the described tools of a failed server
+    under ``unavailable`` (tool name -> reason), as ``tools/describe`` marks them in ``_meta``."""
+    content = result.get("content")
+    if not down or not isinstance(content, list) or not content:
+        return result
+    first = cast(list[Any], content)[0]
+    text = jsonrpc.field(first, "text")
+    try:
+        payload = orjson.loads(text) if isinstance(text, str) else None
+    except orjson.JSONDecodeError:
+        return result
+    if not isinstance(payload, dict) or not isinstance(cast(dict[str, Any], payload).get("tools"), list):
+        return result
+    payload = cast(dict[str, Any], payload)
+    unavailable: dict[str, str] = {}
+    for tool in cast(list[Any], payload["tools"]):
+        name = jsonrpc.field(tool, "name")
+        owner = names.owner(name) if isinstance(name, str) else None
+        if isinstance(name, str) and owner is not None and owner[0] in down:
+            unavailable[name] = down[owner[0]]
+    if not unavailable:
+        return result
+    marked = orjson.dumps({**payload, "unavailable": unavailable}).decode()
+    return {**result, "content": [{**first, "text": marked}, *cast(list[Any], content)[1:]]}
 
 
 def instructions(entries: Iterable[ServerEntry], separator: str) -> str:
