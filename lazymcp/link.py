@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from lazymcp.gateway.manifest import ManifestStore
 
 
+CLOSE_GRACE = 10.0
+"""Seconds ``close`` waits for the servers to stop (each gets ``SHUTDOWN_GRACE`` to exit, then a signal)."""
+
+
 def upstream_of(entry: ServerEntry) -> Upstream:
     """How a server of the configuration is reached: its process, or its URL."""
     if entry.url is not None:
@@ -66,17 +70,19 @@ class Link:
         self.on_pressure: Callable[[str, bool], None] = lambda server, paused: None
         """A server's input is full (True) or drained (False): its client side should stop reading."""
         self._paused = False
-        self._starting: list[str] | None = None
+        self._starting: list[asyncio.Future[None]] | None = None
+        self._stops: dict[Upstream, asyncio.Event] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._draining: float | None = None  # when the client's input ended: the drain's deadline
 
     async def start(self, eager: bool = False) -> None:
-        """Start the servers the core runs at launch, in this task; a failure ends the link (``done``)."""
+        """Start the servers the core runs at launch, and wait until each runs or has failed; a failure
+        that ends the session ends the link (``done``)."""
         self._starting = []
         self._carry_out(self.core.launch(eager))
         starting, self._starting = self._starting, None
-        for server in starting:
-            await self._start(server)
+        if starting:
+            await asyncio.wait(starting)
         if not self.done.done():
             self._expire()
 
@@ -156,18 +162,34 @@ class Link:
         self._settle()
 
     def _spawn(self, server: str) -> None:
+        ready: asyncio.Future[None] = self.loop.create_future()
+        self._task(self._run(server, ready))
         if self._starting is not None:
-            self._starting.append(server)  # started by ``start``, in its task
-            return
-        self._task(self._start(server))
+            self._starting.append(ready)  # ``start`` waits for it
 
     def _task(self, work: Any) -> None:
         task = self.loop.create_task(work)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def _start(self, server: str) -> None:
+    async def _run(self, server: str, ready: asyncio.Future[None]) -> None:
+        """One server's whole life in one task, since a connection's scopes (the SDK's HTTP client) must
+        be left in the task that entered them: started, run until ``_stop`` or ``close``, stopped."""
         upstream = self.connect(self.core.links[server].entry)
+        stop = self._stops[upstream] = asyncio.Event()
+        try:
+            await self._start(server, upstream)
+            if not ready.done():
+                ready.set_result(None)
+            if self.upstreams.get(server) is upstream:
+                await stop.wait()
+        finally:
+            if not ready.done():
+                ready.set_result(None)
+            del self._stops[upstream]
+            await upstream.stop()
+
+    async def _start(self, server: str, upstream: Upstream) -> None:
         self.upstreams[server] = upstream
         upstream.on_pressure = lambda paused: self.on_pressure(server, paused)
 
@@ -187,8 +209,8 @@ class Link:
                 self._carry_out(self.core.start_failed(server, exc.message, self.loop.time()))
             return
         if self.upstreams.get(server) is not upstream or self.done.done():
-            await upstream.stop()  # given up on while it started
-            return
+            self.upstreams.pop(server, None)
+            return  # given up on while it started: ``_run`` stops it
         if self._paused:
             upstream.pause(True)
         self._carry_out(self.core.started(server, self.loop.time()))
@@ -197,7 +219,9 @@ class Link:
         upstream = self.upstreams.pop(server, None)
         if upstream is not None:
             self.on_pressure(server, False)  # a server that stopped reading holds the client no more
-            self._task(upstream.stop())
+            stop = self._stops.get(upstream)
+            if stop is not None:
+                stop.set()
 
     def _save(self, action: Save) -> None:
         if self.store is None:
@@ -227,11 +251,13 @@ class Link:
             self._timer.cancel()
         if not self.done.done():
             self.done.set_result(0)
-        upstreams = list(self.upstreams.values())
         self.upstreams.clear()
-        await asyncio.gather(*(upstream.stop() for upstream in upstreams), return_exceptions=True)
+        for stop in self._stops.values():
+            stop.set()
         if self.tasks:
-            await asyncio.wait(list(self.tasks), timeout=10)
+            _, late = await asyncio.wait(list(self.tasks), timeout=CLOSE_GRACE)
+            for task in late:  # a start that hangs (a remote server that never answers)
+                task.cancel()
 
 
 def id_of(line: bytes) -> jsonrpc.RequestId | None:

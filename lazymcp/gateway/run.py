@@ -109,7 +109,7 @@ async def refresh(launch: Launch) -> int:
 
     link = Link(gateway, nowhere, store=store)
     await link.start(eager=True)
-    await settled(lambda: gateway.discovering or bool(link.tasks))
+    await settled(lambda: gateway.discovering)
     for number, method in enumerate(LISTS, 1):  # the lists clients ask for at start-up, kept too
         link.from_client(jsonrpc.request_line(f"refresh-{number}", method, {}))
     await settled(lambda: gateway.owed > 0)
