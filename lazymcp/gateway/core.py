@@ -38,27 +38,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from lazymcp import jsonrpc
-from lazymcp.bridge import (
-    CLIENT_CAPABILITIES_KEY,
-    CLIENT_INFO_KEY,
-    LIST_CHANGED,
-    Bridge,
-    Envelope,
-    Serializer,
-    is_modern,
-    legacy_params,
-    meta,
-)
+from lazymcp.bridge import CLIENT_INFO_KEY, LIST_CHANGED, Bridge, Serializer, is_modern, meta
 from lazymcp.catalog import Catalog
 from lazymcp.errors import ErrorCode, LazyMCPError
 from lazymcp.gateway.config import ConfigError, ServerEntry
 from lazymcp.gateway.link import Action, Link, Save, Send, Start, Stop, ToClient
 from lazymcp.gateway.manifest import Manifest
 from lazymcp.gateway.merged import DEFAULT_BUDGET, instructions, mark_described, mark_unavailable, merged_catalog
+from lazymcp.gateway.modern import ModernClient
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
-from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId, id_key
+from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId
 from lazymcp.limits import CLIENT_TIMEOUT
 from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DESCRIBE_TOOLS
 from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
@@ -114,9 +105,7 @@ class Gateway:
     _waiting: list[Message] = field(default_factory=lambda: [])  # tools/* before the first lists
     _session: DynamicSession = field(default_factory=DynamicSession)
     passthrough: Passthrough = field(init=False)
-    _bridge: Bridge = field(default_factory=Bridge)  # a 2026-07-28 client's discover and listen streams
-    _modern: bool = False  # the client speaks 2026-07-28: no initialize, an envelope on every request
-    _modern_calls: dict[tuple[str, object], str] = field(default_factory=lambda: {})
+    _modern: ModernClient = field(init=False)  # the client, when it speaks 2026-07-28
     """A 2026 client's requests the servers answer, by id: their results get the 2026 envelope."""
 
     def __post_init__(self) -> None:
@@ -132,8 +121,7 @@ class Gateway:
             self.links[entry.name] = link
         self.catalog = self._build()
         self.passthrough = Passthrough(list(self.links), Namespace(self.separator))
-        self._bridge.serialize = self.serialize
-        self._bridge.upstream_init = self._init_result(LATEST)
+        self._modern = ModernClient(self.client_info, Bridge(self.serialize, self._init_result(LATEST)))
 
     # --- start-up ------------------------------------------------------------------------------
 
@@ -284,36 +272,17 @@ class Gateway:
         """A 2026-07-28 request: discover and listen answered here, the rest as a 2025 one, enveloped."""
         actions: list[Action] = []
         if self._client is None:  # the first: the servers' handshakes go on without the client's
-            self._modern = True
             info = meta(params).get(CLIENT_INFO_KEY)
             self._client = {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": info or self.client_info}
             for name, link in self.links.items():
                 if link.state == "spawned":
                     actions += self._started(name, now)
-        self._declared = declares(jsonrpc.field(meta(params).get(CLIENT_CAPABILITIES_KEY), "extensions"))
-        answer = self._bridge.answer(message, lambda: self._bridge.upstream_init)
-        if answer is not None:
-            return [*actions, ToClient(answer)]
-        legacy: Message = {**message, "params": legacy_params(params)}
-        if message["method"] not in METHODS:  # answered by a server: enveloped on the way back
-            self._modern_calls[id_key(message["id"])] = message["method"]
+        legacy = self._modern.request(message, params)
+        if isinstance(legacy, bytes):
+            return [*actions, ToClient(legacy)]
+        if message["method"] not in METHODS:  # answered by a server
+            self._modern.sent_on(message["id"], message["method"])
         return actions + self._request(legacy, None, now)
-
-    def _envelop(self, actions: list[Action]) -> list[Action]:
-        """A 2026 client's answers from the servers, with the envelope a 2026 server gives its results."""
-        if not self._modern_calls:
-            return actions
-        out: list[Action] = []
-        for action in actions:
-            if isinstance(action, ToClient) and b'"method"' not in action.data:
-                message = jsonrpc.parse(action.data)
-                method = self._modern_calls.pop(id_key(message.get("id")), None)
-                result = message.get("result")
-                if method is not None and isinstance(result, dict):
-                    shaped = self._bridge.result(method, cast(dict[str, Any], result), self.client_info)
-                    action = ToClient(jsonrpc.encode({**message, "result": shaped}))
-            out.append(action)
-        return out
 
     def _init_result(self, version: str) -> dict[str, Any]:
         result = {
@@ -334,7 +303,7 @@ class Gateway:
         method = message.get("method")
         params = cast(dict[str, Any], message.get("params") or {})
         if method == "notifications/cancelled":
-            self._bridge.cancelled(params.get("requestId"))  # a 2026 client's listen stream ends so
+            self._modern.bridge.cancelled(params.get("requestId"))  # a 2026 client's listen stream ends so
             for link in self.links.values():
                 if link.router is not None and link.router.owes(params.get("requestId")):
                     return self._through(link, jsonrpc.encode(message), now)
@@ -358,8 +327,8 @@ class Gateway:
         return self._through(link, jsonrpc.encode({**message, "id": original}), now)
 
     def _caller(self) -> Caller:
-        if self._modern:  # 2026-07-28 is stateless: no session of its own (spec §17.4)
-            return Caller(declared=self._declared, envelope=Envelope(server_info=self.client_info))
+        if self._modern.active:
+            return self._modern.caller()
         dynamic = self.catalog.options.mode == "dynamic"
         return Caller(declared=self._declared, session=self._session if dynamic else None)
 
@@ -387,8 +356,8 @@ class Gateway:
             text = f"Unknown tool: {name!r}"
             return [ToClient(jsonrpc.error_line(request_id, ErrorCode.INVALID_PARAMS, text, {"name": name}))]
         server, original = owner
-        if self._modern:
-            self._modern_calls[id_key(request_id)] = "tools/call"
+        if self._modern.active:
+            self._modern.sent_on(request_id, "tools/call")
         call_params = {**params, "name": original}
         if arguments is not None:
             call_params["arguments"] = arguments
@@ -487,7 +456,7 @@ class Gateway:
             if isinstance(request_id, str) and request_id.startswith(GATHER_PREFIX):
                 return self._part(link, message)
             return [ToClient(data)]
-        if "id" in message and self._modern:  # a 2026 client takes no requests from its server
+        if "id" in message and self._modern.active:  # a 2026 client takes no requests from its server
             refusal = "the client speaks 2026-07-28, where servers send clients no requests"
             error = jsonrpc.error_line(message["id"], ErrorCode.METHOD_NOT_FOUND, f"Method not found: {refusal}")
             return [Send(link.entry.name, error)]
@@ -500,8 +469,8 @@ class Gateway:
             return []  # the gateway announces its own, once its catalog is rebuilt
         for stale in STALE.get(method, ()):
             link.lists.pop(stale, None)  # asked of the server again at the next listing
-        if self._modern and method in LIST_CHANGED:
-            return [ToClient(event) for event in self._bridge.to_listeners(method)]
+        if self._modern.active and method in LIST_CHANGED:
+            return list(self._modern.events(method))
         return [ToClient(data)]
 
     def _handshake(self, link: Link, message: Message, now: float) -> list[Action]:
@@ -537,8 +506,8 @@ class Gateway:
         return actions + self._release_waiting(now)
 
     def _tools_changed(self) -> list[Action]:
-        if self._modern:
-            return [ToClient(event) for event in self._bridge.to_listeners("notifications/tools/list_changed")]
+        if self._modern.active:
+            return list(self._modern.events("notifications/tools/list_changed"))
         return [ToClient(jsonrpc.notification_line("notifications/tools/list_changed"))]
 
     # --- faults --------------------------------------------------------------------------------
@@ -615,27 +584,27 @@ class Gateway:
 
     def started(self, server: str, now: float) -> list[Action]:
         """The server's process runs: the gateway, as its client, opens the handshake."""
-        return self._envelop(self._started(server, now))
+        return self._modern.envelop(self._started(server, now))
 
     def start_failed(self, server: str, reason: str, now: float) -> list[Action]:
         """The server could not be started or went away."""
-        return self._envelop(self._start_failed(server, reason, now))
+        return self._modern.envelop(self._start_failed(server, reason, now))
 
     def from_client(self, line: bytes, now: float, message: Message | None = None) -> list[Action]:
         """Decide what to do with one line from the client (``message``: the line, when already parsed)."""
-        return self._envelop(self._from_client(line, now, message))
+        return self._modern.envelop(self._from_client(line, now, message))
 
     def from_server(self, server: str, line: bytes, now: float) -> list[Action]:
         """Decide what to do with one line from a server."""
-        return self._envelop(self._from_server(server, line, now))
+        return self._modern.envelop(self._from_server(server, line, now))
 
     def interrupt(self, reason: str, now: float) -> list[Action]:
         """The session ends now: every request still owed an answer gets an error naming ``reason``."""
-        return self._envelop(self._interrupt(reason, now))
+        return self._modern.envelop(self._interrupt(reason, now))
 
     def expire(self, now: float) -> list[Action]:
         """Fail every server that has left a request unanswered past the timeout."""
-        return self._envelop(self._expire(now))
+        return self._modern.envelop(self._expire(now))
 
     # --- the merged catalog --------------------------------------------------------------------
 
