@@ -135,6 +135,19 @@ def test_the_gateway_lists_from_manifests_without_starting_any_server() -> None:
     assert parse(handshake.data)["params"]["capabilities"] == {"sampling": {}}
 
 
+def test_gateways_over_the_same_manifests_share_one_catalog_and_no_other() -> None:
+    """Each HTTP session has its own gateway; over unchanged manifests they share the merged catalog."""
+    config = parse_config({"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}}})
+    tool = {"name": "echo", "description": "Echo it.", "inputSchema": {"type": "object"}}
+    manifests = {name: Manifest((tool,), 1.0, "1") for name in ("a", "b")}
+    first = Gateway(config.servers, manifests=manifests, mode="describe")
+    second = Gateway(config.servers, manifests=dict(manifests), mode="describe", seed=first.seed)
+    newer = {**manifests, "b": Manifest((tool, {**tool, "name": "echo2"}), 2.0, "1")}
+    third = Gateway(config.servers, manifests=newer, mode="describe", seed=second.seed)
+    assert second.catalog is first.catalog and second.names is first.names
+    assert third.catalog is not first.catalog and len(third.catalog.tools) == 3
+
+
 def test_a_failed_server_is_refused_during_its_backoff_and_started_again_after() -> None:
     config = parse_config({"mcpServers": {"a": {"command": "x"}}})
     tool = {"name": "echo", "inputSchema": {"type": "object"}}

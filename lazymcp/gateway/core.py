@@ -71,6 +71,15 @@ STALE = {
 """The cached lists a server's change notification makes stale."""
 
 
+@dataclass(frozen=True, slots=True)
+class Seed:
+    """A merged catalog and its names, built from the manifests ``key`` names (server, fetched, version)."""
+
+    key: tuple[tuple[object, ...], ...]
+    catalog: Catalog
+    names: Namespace
+
+
 @dataclass
 class Gateway:
     """The decisions of one gateway connection. ``now`` arguments are monotonic seconds."""
@@ -106,7 +115,8 @@ class Gateway:
     _session: DynamicSession = field(default_factory=DynamicSession)
     passthrough: Passthrough = field(init=False)
     _modern: ModernClient = field(init=False)  # the client, when it speaks 2026-07-28
-    """A 2026 client's requests the servers answer, by id: their results get the 2026 envelope."""
+    seed: Seed | None = None
+    """The catalog of a gateway over the same manifests (an earlier HTTP session's): used, not rebuilt."""
 
     def __post_init__(self) -> None:
         if self.transparent and len(self.entries) != 1:
@@ -119,7 +129,12 @@ class Gateway:
             if manifest is not None:
                 link.tools, link.version, link.lists = manifest.tools, manifest.version, dict(manifest.lists)
             self.links[entry.name] = link
-        self.catalog = self._build()
+        key = tuple((name, m.fetched, m.version) if m else (name,) for name, m in self.manifests.items())
+        if self.seed is not None and self.seed.key == key:
+            self.catalog, self.names = self.seed.catalog, self.seed.names  # neither is changed in place
+        else:
+            self.catalog = self._build()
+        self.seed = Seed(key, self.catalog, self.names)
         self.passthrough = Passthrough(list(self.links), Namespace(self.separator))
         self._modern = ModernClient(self.client_info, Bridge(self.serialize, self._init_result(LATEST)))
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from lazymcp import jsonrpc
 from lazymcp.gateway.config import ConfigError, GatewayConfig, load_config
-from lazymcp.gateway.core import Gateway
+from lazymcp.gateway.core import Gateway, Seed
 from lazymcp.gateway.manifest import DEFAULT_TTL, Manifest, ManifestStore, cache_dir
 from lazymcp.gateway.merged import DEFAULT_BUDGET
 from lazymcp.gateway.namespace import check_separator, check_server_name
@@ -60,8 +60,9 @@ def read_config(path: str, environ: Mapping[str, str] | None = None) -> GatewayC
     return config
 
 
-def build_gateway(launch: Launch, store: ManifestStore | None) -> Gateway:
-    """The core over the enabled servers, with their manifests (none when refreshing).
+def build_gateway(launch: Launch, store: ManifestStore | None, seed: Seed | None = None) -> Gateway:
+    """The core over the enabled servers, with their manifests (none when refreshing); its catalog is
+    ``seed``'s when that was built from the same manifests.
 
     Raises:
         ConfigError: two tools get one name.
@@ -86,6 +87,7 @@ def build_gateway(launch: Launch, store: ManifestStore | None) -> Gateway:
             budget=launch.budget or config.budget or DEFAULT_BUDGET,
             stale=stale,
             client_info={"name": "lazymcp-gateway", "version": __version__},
+            seed=seed,
         )
     except ConfigError as exc:
         raise ConfigError(f"{config.source}: {exc.message}") from None
@@ -175,8 +177,16 @@ def run_gateway(
     if http is not None:
         from lazymcp.proxy_http import HttpFront, serve_front
 
+        seed = first.seed
+
+        def session_core() -> Gateway:
+            nonlocal seed
+            core = build_gateway(launch, store, seed)  # each session its own, over one catalog while it lasts
+            seed = core.seed
+            return core
+
         front = HttpFront(
-            lambda: build_gateway(launch, store),
+            session_core,
             launch.limits,
             http[0],
             allow_hosts=allow_hosts,
