@@ -40,7 +40,7 @@ from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
 from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId
-from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH
+from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, Tool
 from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
 from lazymcp.modes import DynamicSession
 from lazymcp.options import Options
@@ -90,7 +90,7 @@ class Gateway:
             manifest = self.manifests.get(entry.name)
             link = Link(entry)
             if manifest is not None:
-                link.tools, link.version = manifest.tools, manifest.version
+                link.tools, link.version = cast(tuple[Tool, ...], manifest.tools), manifest.version  # a Packed
             self.links[entry.name] = link
         self.catalog = self._build()
         self.passthrough = Passthrough(list(self.links), Namespace(self.separator))

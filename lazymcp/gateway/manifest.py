@@ -10,6 +10,7 @@ else ``~/.cache/lazymcp``). A manifest that cannot be read counts as absent: the
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,7 @@ from typing import Any, cast
 import orjson
 
 from lazymcp import jsonrpc
+from lazymcp.catalog import Packed
 from lazymcp.messages import Tool
 
 FORMAT = 1
@@ -41,11 +43,26 @@ def manifest_key(identity: Sequence[Any]) -> str:
     return hashlib.sha256(orjson.dumps([FORMAT, *identity])).hexdigest()[:24]
 
 
+def _decode(raw: bytes) -> Any:
+    """A manifest file's JSON.
+
+    Not orjson's: its parser takes a scratch buffer several times a large file's size and frees it,
+    which leaves glibc's malloc placing every later block up to that size (a whole ``tools/list``
+    answer and its copies on the way out) on a heap it never gives back.
+
+    Raises:
+        ValueError: the file is not JSON.
+    """
+    return json.loads(raw)
+
+
 @dataclass(frozen=True, slots=True)
 class Manifest:
     """One server's tool list as last fetched."""
 
-    tools: tuple[Tool, ...]
+    tools: Sequence[Tool]
+    """As read from the file: ``Packed``, left in the file's bytes until the gateway's catalog holds
+    their JSON and shares it (``Packed.share``)."""
     fetched: float
     """Wall-clock seconds (``time.time``) of the fetch."""
     version: str | None = None
@@ -67,8 +84,9 @@ class ManifestStore:
     def load(self, identity: Sequence[Any]) -> Manifest | None:
         """The manifest of a server, or None when there is none (or it cannot be read)."""
         try:
-            data = orjson.loads(self._path(identity).read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            raw = self._path(identity).read_bytes()
+            data = _decode(raw)
+        except (OSError, ValueError, RecursionError):
             return None
         if not isinstance(data, dict):
             return None
@@ -80,11 +98,17 @@ class ManifestStore:
             return None
         if not all(isinstance(jsonrpc.field(t, "name"), str) for t in cast(list[object], tools)):
             return None
-        return Manifest(tuple(cast(list[Tool], tools)), float(fetched), version if isinstance(version, str) else None)
+        try:  # JSON orjson cannot write (a lone surrogate) is no file this store wrote
+            orjson.dumps(tools)
+        except TypeError:
+            return None
+        names = [cast(str, jsonrpc.field(tool, "name")) for tool in cast(list[object], tools)]
+        packed = Packed.deferred(names, lambda: cast(list[Tool], _decode(raw)["tools"]))
+        return Manifest(packed, float(fetched), version if isinstance(version, str) else None)
 
     def save(self, identity: Sequence[Any], tools: Sequence[Tool], version: str | None = None) -> Manifest:
         """Store a server's tool list (written whole, then renamed into place)."""
-        manifest = Manifest(tuple(tools), time.time(), version)
+        manifest = Manifest(tools if isinstance(tools, Packed) else tuple(tools), time.time(), version)
         path = self._path(identity)
         path.parent.mkdir(parents=True, exist_ok=True)
         blob = orjson.dumps({"format": FORMAT, "fetched": manifest.fetched, "version": version, "tools": list(tools)})
