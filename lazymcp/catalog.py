@@ -72,6 +72,14 @@ def _free_name(name: str, taken: Mapping[str, int]) -> str:
     return candidate
 
 
+def _repeated(name: str, position: int, index: Mapping[str, int], owner: str) -> tuple[str, str] | None:
+    if name not in index:
+        return None
+    shown = name if len(name) <= 80 else name[:80] + "…"
+    refusal = f"duplicate tool name {name!r} (tools #{index[name]} and #{position})"
+    return refusal, f"left out a second definition of {owner}'s tool {shown!r}: the first is kept"
+
+
 def _problem(tool: object, position: int, index: Mapping[str, int], owner: str) -> tuple[str, str] | bytes:
     """``tool``'s JSON, or why it cannot join a catalog that already indexes ``index``: the error that
     refuses the catalog, and the line that names the tool left out (``owner``: whose tool it is)."""
@@ -79,10 +87,10 @@ def _problem(tool: object, position: int, index: Mapping[str, int], owner: str) 
     if not isinstance(name, str):
         refusal = f"tool #{position} is not an object with a string 'name'"
         return refusal, f"left out {owner}'s tool #{position}: not an object with a string 'name'"
+    repeated = _repeated(name, position, index, owner)
+    if repeated is not None:
+        return repeated
     shown = name if len(name) <= 80 else name[:80] + "…"
-    if name in index:
-        refusal = f"duplicate tool name {name!r} (tools #{index[name]} and #{position})"
-        return refusal, f"left out a second definition of {owner}'s tool {shown!r}: the first is kept"
     try:
         return orjson.dumps(tool)
     except TypeError as exc:
@@ -243,20 +251,36 @@ class Catalog:
         blobs: list[bytes] = []
         index: dict[str, int] = {}
         digest = hashlib.sha256()
-        for position, tool in enumerate(tools):
-            blob = _problem(tool, position, index, owner)
-            if isinstance(blob, tuple):
-                if rejected is None:
-                    raise CatalogError(blob[0])
-                rejected.append(blob[1])
-                continue
+
+        def refuse(problem: tuple[str, str]) -> None:
+            if rejected is None:
+                raise CatalogError(problem[0])
+            rejected.append(problem[1])
+
+        def keep(name: str, blob: bytes) -> None:
             digest.update(len(blob).to_bytes(8, "big"))
             digest.update(blob)
-            index[tool["name"]] = len(index)
-            if packed:
-                blobs.append(bytes(memoryview(blob)))  # an exact copy, as ``pack`` makes
-            else:
-                tool_list.append(tool)
+            index[name] = len(index)
+
+        if packed and isinstance(tools, Packed):  # already JSON and named: kept as they are
+            for position, (name, blob) in enumerate(zip(tools.names, tools.blobs, strict=True)):
+                repeated = _repeated(name, position, index, owner)
+                if repeated is not None:
+                    refuse(repeated)
+                    continue
+                keep(name, blob)
+                blobs.append(blob)
+        else:
+            for position, tool in enumerate(tools):
+                blob = _problem(tool, position, index, owner)
+                if isinstance(blob, tuple):
+                    refuse(blob)
+                    continue
+                keep(tool["name"], blob)
+                if packed:
+                    blobs.append(bytes(memoryview(blob)))  # an exact copy, as ``pack`` makes
+                else:
+                    tool_list.append(tool)
         # The server's own tool wins; a meta-tool takes the first free name (spec §8, §17.7).
         meta_names = {name: _free_name(name, index) for name in META_TOOLS}
         return cls(

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
-from lazymcp.catalog import Catalog, Packed
+from lazymcp.catalog import Catalog, Packed, pack
 from lazymcp.gateway.config import ServerEntry, tool_meta
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.messages import Mode, Tool
@@ -33,7 +33,8 @@ def merged_catalog(
 
     A server's tools fall in its category (``lazymcp.category``, else its name), described by its
     ``lazymcp.description``; ``defer: false`` makes that category a core one. The catalog is packed:
-    each tool is renamed and encoded one at a time, so a manifest's tools are never all decoded at once.
+    each tool is renamed and encoded one at a time, so a manifest's tools are never all decoded at once,
+    and a manifest then reads its tools from the catalog's JSON.
 
     Raises:
         ConfigError: two tools get one gateway name.
@@ -56,16 +57,14 @@ def merged_catalog(
         declared.update(tool_meta(entry, lambda original, server=server: names.name(server, original)))
     metadata = Metadata(declared, categories, source="gateway configuration")
     options = replace(options, metadata=metadata, core_tools=tuple(core) or options.core_tools)
-    tools = (
-        cast(Tool, {**tool, "name": name})
-        for server_tools, gateway_names in renamed
-        for tool, name in zip(server_tools, gateway_names, strict=True)
-    )
-    catalog = Catalog.build(tools, replace(options, mode="describe") if auto else options, packed=True)
-    held = cast(Packed, catalog.held)
+    blobs: list[bytes] = []
     for server_tools, gateway_names in renamed:
-        if isinstance(server_tools, Packed):  # a manifest's: it and the catalog keep one copy of the JSON
-            server_tools.share([held.blobs[catalog.index[name]] for name in gateway_names])
+        server_blobs = [pack({**tool, "name": name}) for tool, name in zip(server_tools, gateway_names, strict=True)]
+        if isinstance(server_tools, Packed):  # a manifest's: it and the catalog keep one copy, and what the
+            server_tools.share(server_blobs)  # manifest held goes now, for the next server's to reuse
+        blobs.extend(server_blobs)
+    tools = Packed(blobs, [name for _, gateway_names in renamed for name in gateway_names])
+    catalog = Catalog.build(tools, replace(options, mode="describe") if auto else options, packed=True)
     if not auto:
         return catalog
     mode = auto_mode(catalog, budget, core=bool(core))
