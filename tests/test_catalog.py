@@ -551,3 +551,16 @@ def test_a_catalog_in_another_mode_keeps_its_tools_and_version() -> None:
     proxy = catalog.with_mode("proxy")
     assert (proxy.options.mode, proxy.version, proxy.held) == ("proxy", catalog.version, catalog.held)
     assert catalog.options.mode == "describe" and not proxy._listings  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_packed_catalog_of_packed_tools_keeps_their_json_and_refuses_a_repeated_name() -> None:
+    tools = _tools(2)
+    packed = Packed.of(tools)
+    catalog = Catalog.build(packed, packed=True)
+    assert isinstance(catalog.held, Packed) and catalog.held.blobs == packed.blobs
+    assert catalog.version == Catalog.build(tools).version and catalog.tools == tuple(tools)
+    twice = Packed.of([*tools, tools[0]])
+    with pytest.raises(CatalogError):
+        Catalog.build(twice, packed=True)
+    rejected: list[str] = []
+    assert len(Catalog.build(twice, packed=True, rejected=rejected)) == 2 and len(rejected) == 1
