@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 RECENT = 32
-"""Tools a packed catalog keeps decoded, the ones last read: a client describes a few tools, often again."""
+"""Tools a packed catalog keeps decoded, the last ones decoded: a client describes a few tools, often again."""
 META_PREFIX = "lazymcp_"
 """A meta-tool whose name a catalog tool already has is renamed with this prefix (then ``_2``, ``_3``...)."""
 
@@ -309,18 +309,17 @@ class Catalog:
         return replace(self, options=replace(self.options, mode=mode), **blank)
 
     def get(self, name: str) -> Tool | None:
-        """The full tool called ``name``, or None (a packed catalog's is decoded, and the last few kept)."""
+        """The full tool called ``name``, or None (a packed catalog's is decoded, the last few kept)."""
         position = self.index.get(name)
         held = self.held
         if position is None or isinstance(held, tuple):
             return None if position is None else held[position]
         recent = self._recent
-        tool = recent.pop(name, None)
+        tool = recent.get(name)
         if tool is None:
-            tool = held[position]
             if len(recent) >= RECENT:
                 del recent[next(iter(recent))]
-        recent[name] = tool
+            tool = recent[name] = held[position]
         return tool
 
     @property
