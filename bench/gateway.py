@@ -25,6 +25,7 @@ from typing import Any
 from bench.common import CATALOGS, Config
 from bench.proxy import RELAY, everything_command
 from lazymcp.gateway.manifest import ManifestStore
+from lazymcp.search import describe_ranker
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
 
@@ -160,6 +161,7 @@ def cold_start(cache: Path, env: dict[str, str], repeats: int) -> dict[str, Any]
         "rss_above_empty_kib": round(above),
         "catalog_json_kib": round(catalog_kib),
         "rss_over_catalog": round(above / catalog_kib, 2),
+        "ranker": describe_ranker(),  # built on the first search only, which this run makes none of
     }
 
 
@@ -187,7 +189,7 @@ def render(section: dict[str, Any]) -> str:
     )
     lines.append(
         f"  memory above an empty gateway: {cold['rss_above_empty_kib']:,} KiB, {cold['rss_over_catalog']}x the "
-        f"catalog's {cold['catalog_json_kib']:,} KiB of JSON (target: under 3x)"
+        f"catalog's {cold['catalog_json_kib']:,} KiB of JSON (target: under 3x); ranker {cold['ranker']}"
     )
     return "\n".join(lines)
 

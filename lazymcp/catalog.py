@@ -3,7 +3,9 @@
 Theory of operation. A ``Catalog`` is built once per version of the tool list and never changes;
 a tool added or removed makes a new ``Catalog`` (LT-16). Building it serializes every tool once
 with orjson, to check it is JSON and to hash it: the version hash is content-addressed, so two
-servers with the same tools agree on it. The bytes are not kept.
+servers with the same tools agree on it. The bytes are not kept, except by a ``packed`` catalog, which
+keeps them instead of the dicts (``Packed``): the gateway's, whose hundreds of tools would cost three
+times their JSON as Python objects, and which are mostly listed whole or never read.
 Listings of each (shape, detail) are built on first use and kept, so a lazy ``tools/list`` is a
 slice of a ready list, never a full listing stripped down, and ``tools/describe`` is a dict lookup.
 So are the things only some modes need (§17): each tool's resolved metadata, the categories and the
@@ -14,9 +16,9 @@ The tool dicts are held by reference, not copied: callers hand them over and mus
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 import orjson
 from jsonschema.protocols import Validator
@@ -31,8 +33,10 @@ from lazymcp.messages import (
     META_TOOLS,
     SEARCH_TOOLS,
     Detail,
+    Mode,
     Shape,
     Tool,
+    ToolStub,
 )
 from lazymcp.metadata import Metadata, ToolInfo, resolve
 from lazymcp.metatools import (
@@ -44,13 +48,15 @@ from lazymcp.metatools import (
 )
 from lazymcp.names import NameIndex
 from lazymcp.options import Options
-from lazymcp.stubs import make_stub
+from lazymcp.stubs import STOCK_INPUT_SCHEMA, make_stub
 
 if TYPE_CHECKING:
     from lazymcp.search import ToolIndex
 
 _T = TypeVar("_T")
 
+RECENT = 32
+"""Tools a packed catalog keeps decoded, the last ones decoded: a client describes a few tools, often again."""
 META_PREFIX = "lazymcp_"
 """A meta-tool whose name a catalog tool already has is renamed with this prefix (then ``_2``, ``_3``...)."""
 
@@ -66,6 +72,14 @@ def _free_name(name: str, taken: Mapping[str, int]) -> str:
     return candidate
 
 
+def _repeated(name: str, position: int, index: Mapping[str, int], owner: str) -> tuple[str, str] | None:
+    if name not in index:
+        return None
+    shown = name if len(name) <= 80 else name[:80] + "…"
+    refusal = f"duplicate tool name {name!r} (tools #{index[name]} and #{position})"
+    return refusal, f"left out a second definition of {owner}'s tool {shown!r}: the first is kept"
+
+
 def _problem(tool: object, position: int, index: Mapping[str, int], owner: str) -> tuple[str, str] | bytes:
     """``tool``'s JSON, or why it cannot join a catalog that already indexes ``index``: the error that
     refuses the catalog, and the line that names the tool left out (``owner``: whose tool it is)."""
@@ -73,10 +87,10 @@ def _problem(tool: object, position: int, index: Mapping[str, int], owner: str) 
     if not isinstance(name, str):
         refusal = f"tool #{position} is not an object with a string 'name'"
         return refusal, f"left out {owner}'s tool #{position}: not an object with a string 'name'"
+    repeated = _repeated(name, position, index, owner)
+    if repeated is not None:
+        return repeated
     shown = name if len(name) <= 80 else name[:80] + "…"
-    if name in index:
-        refusal = f"duplicate tool name {name!r} (tools #{index[name]} and #{position})"
-        return refusal, f"left out a second definition of {owner}'s tool {shown!r}: the first is kept"
     try:
         return orjson.dumps(tool)
     except TypeError as exc:
@@ -86,11 +100,111 @@ def _problem(tool: object, position: int, index: Mapping[str, int], owner: str) 
         )
 
 
+def pack(tool: object) -> bytes:
+    """``tool``'s JSON, to keep: orjson's own bytes keep its write buffer's capacity (4 KiB and up),
+    so a tool is kept as an exact copy.
+
+    Raises:
+        TypeError: ``tool`` is not JSON.
+    """
+    return bytes(memoryview(orjson.dumps(tool)))
+
+
+def _packed_members(stub: ToolStub) -> ToolStub:
+    """A stock stub of a packed catalog, with the members it keeps of its tool (schemas, annotations) as
+    their JSON too, since only orjson writes that catalog's answers."""
+
+    def kept(value: object) -> object:
+        plain = value is None or value is STOCK_INPUT_SCHEMA or isinstance(value, str | int | float)
+        return value if plain else orjson.Fragment(pack(value))
+
+    return cast(ToolStub, {key: kept(value) for key, value in cast(dict[str, object], stub).items()})
+
+
+class Packed(Sequence[Tool]):
+    """Tools held as their JSON, each decoded when read.
+
+    orjson turns a tool into dicts and strings worth about three times its JSON; a server's tools
+    that are mostly served whole, or not at all, are cheaper kept as bytes. ``names`` are read once,
+    when packing, for whoever must know them without decoding; reading a tool gives it its name from
+    there, so the JSON may name it otherwise (``share``).
+
+    Tools read from a file may stay in it (``deferred``): ``load`` decodes them all again when they are
+    read, until ``share`` hands over their JSON. The gateway reads a manifest's tools once, to put them
+    in its catalog, which then keeps the only copy.
+    """
+
+    __slots__ = ("_blobs", "_load", "names")
+
+    def __init__(self, blobs: Iterable[bytes], names: Iterable[str]) -> None:
+        self._blobs: tuple[bytes, ...] | None = tuple(blobs)
+        self._load: Callable[[], Sequence[Tool]] | None = None
+        self.names = tuple(names)
+
+    @classmethod
+    def of(cls, tools: Iterable[Tool]) -> Packed:
+        """Pack tools, each a JSON object with a string ``name``."""
+        tools = tools if isinstance(tools, Sequence) else list(tools)
+        return cls(map(pack, tools), (tool["name"] for tool in tools))
+
+    @classmethod
+    def deferred(cls, names: Iterable[str], load: Callable[[], Sequence[Tool]]) -> Packed:
+        """Tools named ``names`` that ``load()`` decodes, every time they are read until ``share``."""
+        packed = cls((), names)
+        packed._blobs, packed._load = None, load
+        return packed
+
+    @property
+    def blobs(self) -> tuple[bytes, ...]:
+        """Each tool's JSON (a deferred one's is encoded anew: ``share`` keeps it)."""
+        return self._blobs if self._blobs is not None else tuple(map(pack, self))
+
+    def share(self, blobs: Sequence[bytes]) -> None:
+        """Hold ``blobs`` instead: the JSON of these same tools under other names (the gateway's), kept
+        anyway by whoever serves them, so the two hold one copy. What reading gives does not change."""
+        if len(blobs) != len(self.names):
+            raise ValueError(f"{len(blobs)} tools to share, for {len(self.names)}")
+        self._blobs, self._load = tuple(blobs), None
+
+    def _decode(self, blob: bytes, name: str) -> Tool:
+        tool = cast(Tool, orjson.loads(blob))
+        tool["name"] = name  # its own key, so its place among the members is kept
+        return tool
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @overload
+    def __getitem__(self, index: int) -> Tool: ...
+    @overload
+    def __getitem__(self, index: slice) -> Packed: ...
+    def __getitem__(self, index: int | slice) -> Tool | Packed:
+        if isinstance(index, slice):
+            return Packed(self.blobs[index], self.names[index])
+        if self._load is not None:
+            return self._load()[index]
+        return self._decode(self.blobs[index], self.names[index])
+
+    def __iter__(self) -> Iterator[Tool]:
+        if self._load is not None:
+            return iter(self._load())
+        return map(self._decode, self.blobs, self.names)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(cast(Sequence[object], other))
+
+    __hash__ = None  # pyright: ignore[reportAssignmentType]
+
+    def __repr__(self) -> str:
+        return f"Packed({len(self.names)} tools)"
+
+
 @dataclass(frozen=True, eq=False)
 class Catalog:
     """An immutable, precomputed tool catalog. Build it with ``Catalog.build``."""
 
-    tools: tuple[Tool, ...]
+    held: tuple[Tool, ...] | Packed = field(repr=False)
+    """The tools: as given, or as their JSON in a ``packed`` catalog."""
     index: dict[str, int]
     version: str
     options: Options
@@ -104,6 +218,7 @@ class Catalog:
     _listings: dict[tuple[Shape, Detail], list[Any]] = field(default_factory=lambda: {}, repr=False)
     _validators: dict[str, Validator | None] = field(default_factory=lambda: {}, repr=False)
     _derived: dict[str, Any] = field(default_factory=lambda: {}, repr=False)
+    _recent: dict[str, Tool] = field(default_factory=lambda: {}, repr=False)
 
     @classmethod
     def build(
@@ -115,6 +230,7 @@ class Catalog:
         origin: str | None = None,
         rejected: list[str] | None = None,
         owner: str = "the server",
+        packed: bool = False,
     ) -> Catalog:
         """Precompute a catalog from tools as the server publishes them.
 
@@ -122,29 +238,53 @@ class Catalog:
         naming it (as ``owner``'s tool) here, instead of refusing the whole catalog: one bad definition
         of a server the proxy fronts must not cost the rest.
 
+        ``packed``: keep each tool's JSON rather than the tool (``Packed``), so ``tools`` may be handed
+        over one at a time, from a generator. Its full listing is then ``orjson.Fragment`` entries,
+        which only orjson writes: a packed catalog is for a server whose answers orjson puts on the wire.
+
         Raises:
             CatalogError: without ``rejected``, a tool is not an object with a string ``name``, a name
                 repeats, or a tool is not JSON.
         """
         options = options or Options()
         tool_list: list[Tool] = []
+        blobs: list[bytes] = []
         index: dict[str, int] = {}
         digest = hashlib.sha256()
-        for position, tool in enumerate(tools):
-            blob = _problem(tool, position, index, owner)
-            if isinstance(blob, tuple):
-                if rejected is None:
-                    raise CatalogError(blob[0])
-                rejected.append(blob[1])
-                continue
+
+        def refuse(problem: tuple[str, str]) -> None:
+            if rejected is None:
+                raise CatalogError(problem[0])
+            rejected.append(problem[1])
+
+        def keep(name: str, blob: bytes) -> None:
             digest.update(len(blob).to_bytes(8, "big"))
             digest.update(blob)
-            index[tool["name"]] = len(tool_list)
-            tool_list.append(tool)
+            index[name] = len(index)
+
+        if packed and isinstance(tools, Packed):  # already JSON and named: kept as they are
+            for position, (name, blob) in enumerate(zip(tools.names, tools.blobs, strict=True)):
+                repeated = _repeated(name, position, index, owner)
+                if repeated is not None:
+                    refuse(repeated)
+                    continue
+                keep(name, blob)
+                blobs.append(blob)
+        else:
+            for position, tool in enumerate(tools):
+                blob = _problem(tool, position, index, owner)
+                if isinstance(blob, tuple):
+                    refuse(blob)
+                    continue
+                keep(tool["name"], blob)
+                if packed:
+                    blobs.append(bytes(memoryview(blob)))  # an exact copy, as ``pack`` makes
+                else:
+                    tool_list.append(tool)
         # The server's own tool wins; a meta-tool takes the first free name (spec §8, §17.7).
         meta_names = {name: _free_name(name, index) for name in META_TOOLS}
         return cls(
-            tools=tuple(tool_list),
+            held=Packed(blobs, index) if packed else tuple(tool_list),
             index=index,
             version=digest.hexdigest()[:16],
             options=options,
@@ -154,13 +294,33 @@ class Catalog:
             origin=origin,
         )
 
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """Every tool, in the server's order (a packed catalog decodes them all: prefer ``get``)."""
+        held = self.held
+        return held if isinstance(held, tuple) else tuple(held)
+
     def __len__(self) -> int:
-        return len(self.tools)
+        return len(self.held)
+
+    def with_mode(self, mode: Mode) -> Catalog:
+        """This catalog in another mode: the same tools and version, nothing derived carried over."""
+        blank: dict[str, Any] = {"_listings": {}, "_validators": {}, "_derived": {}, "_recent": {}}
+        return replace(self, options=replace(self.options, mode=mode), **blank)
 
     def get(self, name: str) -> Tool | None:
-        """The full tool called ``name``, or None."""
+        """The full tool called ``name``, or None (a packed catalog's is decoded, the last few kept)."""
         position = self.index.get(name)
-        return None if position is None else self.tools[position]
+        held = self.held
+        if position is None or isinstance(held, tuple):
+            return None if position is None else held[position]
+        recent = self._recent
+        tool = recent.get(name)
+        if tool is None:
+            if len(recent) >= RECENT:
+                del recent[next(iter(recent))]
+            tool = recent[name] = held[position]
+        return tool
 
     @property
     def names(self) -> Sequence[str]:
@@ -171,12 +331,15 @@ class Catalog:
         key: tuple[Shape, Detail] = (shape, "description") if shape == "full" else (shape, detail)
         entries = self._listings.get(key)
         if entries is None:
+            held = self.held
             if shape == "full":
-                entries = list(self.tools)
+                entries = list(held) if isinstance(held, tuple) else [orjson.Fragment(blob) for blob in held.blobs]
             else:
                 limit = self.options.summary_chars
                 summaries = self._declared_summaries() if detail == "summary" else {}
-                entries = [make_stub(tool, shape, detail, limit, summaries.get(tool["name"])) for tool in self.tools]
+                entries = [make_stub(tool, shape, detail, limit, summaries.get(tool["name"])) for tool in held]
+                if shape == "stock" and isinstance(held, Packed):
+                    entries = [_packed_members(stub) for stub in entries]
             self._listings[key] = entries
         return entries
 
@@ -294,7 +457,7 @@ class Catalog:
         infos = self._derived.get("infos")
         if infos is not None:
             return infos[name]
-        tool = self.tools[self.index[name]]
+        tool = self.held[self.index[name]]
         author, file = self.declared.get(name), self.options.metadata.get(name)
         return resolve(tool, author=author, file=file, limit=self.options.summary_chars, origin=self.origin)
 
@@ -330,9 +493,9 @@ class Catalog:
         from lazymcp.search import ToolIndex  # only servers whose clients search pay for the index
 
         def build() -> ToolIndex:
-            infos = [self.info(tool["name"]) for tool in self.tools]
+            infos = [self.info(name) for name in self.index]
             return ToolIndex.build(
-                self.tools, summaries=[i.summary for i in infos], categories=[i.category for i in infos]
+                self.held, summaries=[i.summary for i in infos], categories=[i.category for i in infos]
             )
 
         return self.memo("search_index", build)

@@ -136,14 +136,14 @@ def mode_listing(
         assert session is not None
         shown = core_names(catalog) | session.enabled.keys()
         first = [_definition(catalog, name, mode) for name in DYNAMIC]
-        return catalog.paginate([tool for tool in catalog.tools if tool["name"] in shown], cursor, first)
+        return catalog.paginate([catalog.held[i] for name, i in catalog.index.items() if name in shown], cursor, first)
     core = (lambda: _core_listing(catalog)) if mode == "core" else list
     return _page(catalog, f"surface:{mode}", core, cursor, SURFACE, mode)
 
 
 def _core_listing(catalog: Catalog) -> list[Tool]:
     core = core_names(catalog)
-    return catalog.memo("core_listing", lambda: [tool for tool in catalog.tools if tool["name"] in core])
+    return catalog.memo("core_listing", lambda: [catalog.held[i] for name, i in catalog.index.items() if name in core])
 
 
 # --- tools/call --------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ Every "did you mean" of lazymcp (unknown tools, categories, configured names) co
 from __future__ import annotations
 
 import difflib
+from array import array
 from collections import Counter
 from collections.abc import Iterable
 
@@ -37,12 +38,14 @@ class NameIndex:
     def __init__(self, names: Iterable[str]) -> None:
         self.names = list(dict.fromkeys(names))
         self._folded: dict[str, list[str]] = {}
-        self._postings: dict[str, list[int]] = {}
+        postings: dict[str, list[int]] = {}
         for position, known in enumerate(self.names):
             folded = known.casefold()
             self._folded.setdefault(folded, []).append(known)
             for gram in _trigrams(folded):
-                self._postings.setdefault(gram, []).append(position)
+                postings.setdefault(gram, []).append(position)
+        # as arrays: a list of positions costs twice the memory, for nothing a lookup needs
+        self._postings = {gram: array("I", positions) for gram, positions in postings.items()}
 
     def suggest(self, name: str, limit: int = 3) -> list[str]:
         if len(name) > MAX_NAME or not self.names:

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
-from lazymcp.catalog import Catalog
+from lazymcp.catalog import RECENT, Catalog, Packed, pack
 from lazymcp.errors import CatalogError, ErrorCode, InvalidParams
 from lazymcp.options import Options
 from tests.conftest import SMALL_TOOLS, SPEC, shared_catalog
@@ -480,3 +480,87 @@ def test_settings_at_the_spec_bounds_are_accepted_and_advertised(options: dict[s
 def test_settings_outside_the_spec_bounds_are_refused(options: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         Options(**options)
+
+
+# --- packed catalogs ------------------------------------------------------------------------------
+
+
+def test_a_packed_catalog_serves_what_a_plain_one_does_byte_for_byte() -> None:
+    tools = _small()
+    plain, packed = Catalog.build(tools), Catalog.build(iter(_small()), packed=True)
+    assert isinstance(packed.held, Packed) and packed.version == plain.version
+    assert packed.tools == plain.tools and len(packed) == len(plain)
+    for shape in SHAPES:
+        for detail in DETAILS:
+            assert orjson.dumps(packed.listing(shape, detail)) == orjson.dumps(plain.listing(shape, detail))
+    assert all(isinstance(entry, orjson.Fragment) for entry in packed.listing("full", "summary"))
+    assert [packed.get(tool["name"]) for tool in tools] == tools
+    assert packed.get("no_such_tool") is None
+
+
+def test_a_packed_catalog_keeps_the_tools_last_read_decoded() -> None:
+    catalog = Catalog.build(_tools(RECENT + 2), packed=True)
+    first = catalog.get("tool_000")
+    assert catalog.get("tool_000") is first
+    for i in range(1, RECENT + 1):
+        catalog.get(f"tool_{i:03d}")
+    again = catalog.get("tool_000")
+    assert again == first and again is not first  # read by RECENT others since: decoded anew
+
+
+def test_packed_tools_read_like_a_tuple_of_the_tools() -> None:
+    tools = _tools(3)
+    packed = Packed.of(tools)
+    assert (len(packed), packed[1], packed[-1], list(packed)) == (3, tools[1], tools[2], tools)
+    assert packed == tools and packed != tools[:2] and packed != "tools"
+    assert packed[1:] == tools[1:] and isinstance(packed[1:], Packed)
+    assert packed.names == ("tool_000", "tool_001", "tool_002") and repr(packed) == "Packed(3 tools)"
+
+
+def test_shared_packed_tools_read_back_under_their_own_names_in_their_own_order() -> None:
+    tools = [{"description": "First the description.", "name": "echo", "inputSchema": {"type": "object"}}]
+    packed = Packed.of(tools)
+    renamed = [pack({**tools[0], "name": "server__echo"})]
+    packed.share(renamed)
+    assert packed.blobs == tuple(renamed)
+    assert list(packed) == tools and list(packed[0]) == ["description", "name", "inputSchema"]
+    with pytest.raises(ValueError):
+        packed.share([])
+
+
+def test_deferred_packed_tools_are_loaded_at_each_read_until_shared() -> None:
+    tools = _tools(2)
+    loads: list[int] = []
+
+    def load() -> list[Any]:
+        loads.append(1)
+        return copy.deepcopy(tools)
+
+    packed = Packed.deferred(["tool_000", "tool_001"], load)
+    assert len(packed) == 2 and not loads
+    assert packed[1] == tools[1] and list(packed) == tools and len(loads) == 2
+    assert packed.blobs == tuple(map(pack, tools))
+    packed.share([pack(tool) for tool in tools])
+    count = len(loads)
+    assert list(packed) == tools and packed[0] == tools[0] and len(loads) == count
+
+
+def test_a_catalog_in_another_mode_keeps_its_tools_and_version() -> None:
+    catalog = Catalog.build(_small(), Options(mode="describe"), packed=True)
+    catalog.listing("stock", "summary")
+    proxy = catalog.with_mode("proxy")
+    assert (proxy.options.mode, proxy.version, proxy.held) == ("proxy", catalog.version, catalog.held)
+    assert catalog.options.mode == "describe" and not proxy._listings  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_packed_catalog_of_packed_tools_keeps_their_json_and_refuses_a_repeated_name() -> None:
+    tools = _tools(2)
+    packed = Packed.of(tools)
+    catalog = Catalog.build(packed, packed=True)
+    assert isinstance(catalog.held, Packed) and catalog.held.blobs == packed.blobs
+    assert catalog.version == Catalog.build(tools).version and catalog.tools == tuple(tools)
+    twice = Packed.of([*tools, tools[0]])
+    with pytest.raises(CatalogError):
+        Catalog.build(twice, packed=True)
+    rejected: list[str] = []
+    assert len(Catalog.build(twice, packed=True, rejected=rejected)) == 2 and len(rejected) == 1

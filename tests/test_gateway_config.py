@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from lazymcp.catalog import Packed
 from lazymcp.cli import main
 from lazymcp.gateway.config import ConfigError, parse_config
 from lazymcp.gateway.core import Gateway
@@ -223,3 +224,27 @@ def test_a_server_whose_new_list_takes_another_servers_name_fails_alone() -> Non
     [stop] = [action for action in failed if isinstance(action, Stop)]
     assert stop.reason == "server 'a': tool 'b_c' becomes 'a_b_c', the name of server 'a_b''s tool 'c'"
     assert gateway.catalog.names == ["a_b_c"]
+
+
+def test_a_manifests_tools_read_the_same_once_the_gateway_shares_their_json(tmp_path: Path) -> None:
+    config = parse_config({"mcpServers": {"a": {"command": "x"}}})
+    store = ManifestStore(tmp_path)
+    tools = [
+        {"description": "Echo it.", "name": "echo", "inputSchema": {"type": "object"}},
+        {"name": "add", "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}}}},
+    ]
+    store.save(config.servers[0].identity(), tools)
+    manifest = store.load(config.servers[0].identity())
+    assert manifest is not None and isinstance(manifest.tools, Packed) and manifest.tools == tools
+    gateway = Gateway(config.servers, manifests={"a": manifest}, mode="describe")
+    assert manifest.tools.blobs == cast(Packed, gateway.catalog.held).blobs  # one copy, the gateway's names
+    assert list(manifest.tools) == tools and gateway.catalog.get("a__add") == {**tools[1], "name": "a__add"}
+
+
+def test_a_manifest_orjson_cannot_write_counts_as_absent(tmp_path: Path) -> None:
+    store = ManifestStore(tmp_path)
+    identity = [["node", "server.js"], None, None]
+    store.save(identity, [{"name": "t"}])
+    path = next(tmp_path.glob("*.json"))
+    path.write_text(path.read_text().replace('"name":"t"', '"name":"t","title":"\\ud800"'))
+    assert store.load(identity) is None

@@ -43,7 +43,7 @@ from lazymcp.catalog import Catalog
 from lazymcp.errors import ErrorCode, LazyMCPError
 from lazymcp.gateway.config import ConfigError, ServerEntry
 from lazymcp.gateway.link import Action, Link, Save, Send, Start, Stop, ToClient
-from lazymcp.gateway.manifest import Manifest
+from lazymcp.gateway.manifest import Manifest, entries_of
 from lazymcp.gateway.merged import DEFAULT_BUDGET, instructions, mark_described, mark_unavailable, merged_catalog
 from lazymcp.gateway.modern import ModernClient
 from lazymcp.gateway.namespace import Namespace
@@ -399,7 +399,8 @@ class Gateway:
             link = self.links[server]
             cached = link.lists.get(method)
             if link.refused(now) or (cached is not None and link.state in ("idle", "down")):
-                answer = self.passthrough.part(server, {"id": request["id"], "result": {LISTS[method]: cached or []}})
+                part = {LISTS[method]: entries_of(cached)}
+                answer = self.passthrough.part(server, {"id": request["id"], "result": part})
                 actions += [ToClient(answer)] if answer is not None else []  # from its manifest: not started
             else:
                 actions += self._call(link, request, now)
@@ -414,12 +415,17 @@ class Gateway:
         if method is not None and ("result" in message or jsonrpc.field(error, "code") == ErrorCode.METHOD_NOT_FOUND):
             entries = jsonrpc.field(message.get("result"), LISTS[method])
             entries = cast(list[Any], entries) if isinstance(entries, list) else []  # none, or no such method
-            if link.lists.get(method) != entries:
-                link.lists[method] = entries
-                if link.tools is not None:
-                    actions.append(Save(link.entry.name, link.tools, link.version, dict(link.lists)))
+            if entries_of(link.lists.get(method)) != entries or method not in link.lists:
+                link.lists[method] = entries  # fetched now
+                actions += self._save(link)
         answer = self.passthrough.part(link.entry.name, message)
         return actions + ([ToClient(answer)] if answer is not None else [])
+
+    def _save(self, link: Link) -> list[Action]:
+        """Write the server's manifest: its tools and its lists (those from the manifest keep their time)."""
+        if link.tools is None:
+            return []
+        return [Save(link.entry.name, link.tools, link.version, dict(link.lists))]
 
     def _unavailable(self, link: Link, request_id: RequestId) -> bytes:
         reason = link.reason or "not running"
@@ -482,8 +488,9 @@ class Gateway:
             return [ToClient(jsonrpc.encode({**message, "id": gateway_id}))]
         if method == "notifications/tools/list_changed":
             return []  # the gateway announces its own, once its catalog is rebuilt
-        for stale in STALE.get(method, ()):
-            link.lists.pop(stale, None)  # asked of the server again at the next listing
+        stale = [link.lists.pop(listed) for listed in STALE.get(method, ()) if listed in link.lists]
+        if stale:  # asked of the server again at the next listing, this run or the next
+            return [*self._save(link), ToClient(data)]
         if self._modern.active and method in LIST_CHANGED:
             return list(self._modern.events(method))
         return [ToClient(data)]
@@ -515,7 +522,7 @@ class Gateway:
             link.tools = previous
             self.catalog = self._build()
             return self._down(link, exc.message.removeprefix(f"server {link.entry.name!r}: "), now)
-        actions: list[Action] = [Save(link.entry.name, catalog.tools, link.version, dict(link.lists))]
+        actions: list[Action] = self._save(link)
         if self.catalog.version != before and self._client is not None:
             actions += self._tools_changed()
         return actions + self._release_waiting(now)

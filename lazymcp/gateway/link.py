@@ -5,12 +5,13 @@ the end of a transparent gateway's session."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from lazymcp.catalog import Catalog
 from lazymcp.gateway.config import ServerEntry
+from lazymcp.gateway.manifest import Listed
 from lazymcp.messages import Tool
 from lazymcp.router import Fail, Router, Say, ToClient
 
@@ -51,9 +52,9 @@ class Stop(_ForServer):
 class Save(_ForServer):
     """Write the server's manifest: its tools, version and other lists."""
 
-    tools: tuple[Tool, ...]
+    tools: Sequence[Tool]
     version: str | None
-    lists: Mapping[str, list[Any]] = field(default_factory=lambda: {})
+    lists: Mapping[str, Listed | list[Any]] = field(default_factory=lambda: {})
 
 
 Action = ToClient | Send | Start | Stop | Save | Say | Fail
@@ -64,7 +65,8 @@ class Link:
     """One server: its entry, its router while it runs, its last known tools and its faults."""
 
     entry: ServerEntry
-    tools: tuple[Tool, ...] | None = None
+    tools: Sequence[Tool] | None = None
+    """Its last tool list: the router's, or the manifest's (``Packed``)."""
     version: str | None = None
     router: Router | None = None
     state: str = "idle"
@@ -75,8 +77,9 @@ class Link:
     retry_at: float = 0.0
     reason: str | None = None
     seen: Catalog | None = None
-    lists: dict[str, list[Any]] = field(default_factory=lambda: {})
-    """Its last prompt, resource and template lists, by method: listed without starting it."""
+    lists: dict[str, Listed | list[Any]] = field(default_factory=lambda: {})
+    """Its last prompt, resource and template lists, by method: listed without starting it (bare: fetched
+    in this run)."""
 
     def failed(self, reason: str, now: float) -> None:
         """The server is down: no router, and refused until its backoff has passed."""

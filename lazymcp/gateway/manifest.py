@@ -1,6 +1,7 @@
 """The manifest cache: each server's last tool list, so the gateway lists, describes and searches a
 server's tools without starting it, and its last prompt, resource and resource-template lists, so that
-a client listing those at start-up (as most do) starts no server either.
+a client listing those at start-up (as most do) starts no server either. Each list keeps the time it
+was fetched, so re-saving a manifest with new tools does not make its old lists look fresh.
 
 A manifest is keyed by a hash of how the server is started or reached (command, arguments, working
 directory, URL); it records the server's ``serverInfo`` version and when it was fetched. One JSON file
@@ -11,6 +12,7 @@ else ``~/.cache/lazymcp``). A manifest that cannot be read counts as absent: the
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -21,6 +23,7 @@ from typing import Any, cast
 import orjson
 
 from lazymcp import jsonrpc
+from lazymcp.catalog import Packed
 from lazymcp.messages import Tool
 
 FORMAT = 1
@@ -42,20 +45,64 @@ def manifest_key(identity: Sequence[Any]) -> str:
     return hashlib.sha256(orjson.dumps([FORMAT, *identity])).hexdigest()[:24]
 
 
+def _decode(raw: bytes) -> Any:
+    """A manifest file's JSON.
+
+    Not orjson's: its parser takes a scratch buffer several times a large file's size and frees it,
+    which leaves glibc's malloc placing every later block up to that size (a whole ``tools/list``
+    answer and its copies on the way out) on a heap it never gives back.
+
+    Raises:
+        ValueError: the file is not JSON.
+    """
+    return json.loads(raw)
+
+
 @dataclass(frozen=True, slots=True)
 class Manifest:
     """One server's tool list as last fetched."""
 
-    tools: tuple[Tool, ...]
+    tools: Sequence[Tool]
+    """As read from the file: ``Packed``, left in the file's bytes until the gateway's catalog holds
+    their JSON and shares it (``Packed.share``)."""
     fetched: float
     """Wall-clock seconds (``time.time``) of the fetch."""
     version: str | None = None
     """The server's ``serverInfo.version`` then."""
-    lists: Mapping[str, list[Any]] = field(default_factory=lambda: {})
+    lists: Mapping[str, Listed] = field(default_factory=lambda: {})
     """Its last answers to ``prompts/list``, ``resources/list`` and ``resources/templates/list``, by method."""
 
     def fresh(self, ttl: float, now: float | None = None) -> bool:
         return (time.time() if now is None else now) - self.fetched < ttl
+
+    def fresh_lists(self, ttl: float, now: float | None = None) -> dict[str, Listed]:
+        """The lists fetched within ``ttl``: an older one is asked of the server again."""
+        now = time.time() if now is None else now
+        return {method: listed for method, listed in self.lists.items() if now - listed.fetched < ttl}
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One list of a server's, and when it was fetched (wall-clock seconds)."""
+
+    entries: list[Any]
+    fetched: float
+
+
+def entries_of(listed: Listed | list[Any] | None) -> list[Any]:
+    """A list's entries, kept (``Listed``) or just fetched (bare); [] for none."""
+    if listed is None:
+        return []
+    return listed.entries if isinstance(listed, Listed) else listed
+
+
+def _lists(data: object) -> dict[str, Listed]:
+    kept: dict[str, Listed] = {}
+    for method, listed in (cast(dict[str, Any], data) if isinstance(data, dict) else {}).items():
+        entries, fetched = jsonrpc.field(listed, "entries"), jsonrpc.field(listed, "fetched")
+        if isinstance(entries, list) and isinstance(fetched, int | float) and not isinstance(fetched, bool):
+            kept[method] = Listed(cast(list[Any], entries), float(fetched))
+    return kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +117,9 @@ class ManifestStore:
     def load(self, identity: Sequence[Any]) -> Manifest | None:
         """The manifest of a server, or None when there is none (or it cannot be read)."""
         try:
-            data = orjson.loads(self._path(identity).read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            raw = self._path(identity).read_bytes()
+            data = _decode(raw)
+        except (OSError, ValueError, RecursionError):
             return None
         if not isinstance(data, dict):
             return None
@@ -83,28 +131,32 @@ class ManifestStore:
             return None
         if not all(isinstance(jsonrpc.field(t, "name"), str) for t in cast(list[object], tools)):
             return None
-        lists = data.get("lists")
-        kept = {
-            method: cast(list[Any], entries)
-            for method, entries in (cast(dict[str, Any], lists) if isinstance(lists, dict) else {}).items()
-            if isinstance(entries, list)
-        }
+        try:  # JSON orjson cannot write (a lone surrogate) is no file this store wrote
+            orjson.dumps(tools)
+        except TypeError:
+            return None
+        names = [cast(str, jsonrpc.field(tool, "name")) for tool in cast(list[object], tools)]
+        packed = Packed.deferred(names, lambda: cast(list[Tool], _decode(raw)["tools"]))
         version = version if isinstance(version, str) else None
-        return Manifest(tuple(cast(list[Tool], tools)), float(fetched), version, kept)
+        return Manifest(packed, float(fetched), version, _lists(data.get("lists")))
 
     def save(
         self,
         identity: Sequence[Any],
         tools: Sequence[Tool],
         version: str | None = None,
-        lists: Mapping[str, list[Any]] | None = None,
+        lists: Mapping[str, Listed | list[Any]] | None = None,
     ) -> Manifest:
-        """Store a server's tool list and other lists (written whole, then renamed into place)."""
-        manifest = Manifest(tuple(tools), time.time(), version, dict(lists or {}))
+        """Store a server's tool list and other lists (written whole, then renamed into place); a list
+        given bare is fetched now, a ``Listed`` keeps its time."""
+        now = time.time()
+        kept = {m: v if isinstance(v, Listed) else Listed(v, now) for m, v in (lists or {}).items()}
+        manifest = Manifest(tools if isinstance(tools, Packed) else tuple(tools), now, version, kept)
         path = self._path(identity)
         path.parent.mkdir(parents=True, exist_ok=True)
         record = {"format": FORMAT, "fetched": manifest.fetched, "version": version, "tools": list(tools)}
-        blob = orjson.dumps({**record, "lists": manifest.lists})
+        written = {m: {"entries": v.entries, "fetched": v.fetched} for m, v in kept.items()}
+        blob = orjson.dumps({**record, "lists": written})
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         partial.write_bytes(blob)
         partial.replace(path)

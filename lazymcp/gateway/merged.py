@@ -11,7 +11,7 @@ from typing import Any, cast
 import orjson
 
 from lazymcp import jsonrpc
-from lazymcp.catalog import Catalog
+from lazymcp.catalog import Catalog, Packed, pack
 from lazymcp.gateway.config import ServerEntry, tool_meta
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.messages import Mode, Tool
@@ -35,40 +35,51 @@ def merged_catalog(
     """One catalog of every server's tools, registering each name in ``names``.
 
     A server's tools fall in its category (``lazymcp.category``, else its name), described by its
-    ``lazymcp.description``; ``defer: false`` makes that category a core one.
+    ``lazymcp.description``; ``defer: false`` makes that category a core one. The catalog is packed:
+    each tool is renamed and encoded one at a time, so a manifest's tools are never all decoded at once,
+    and a manifest then reads its tools from the catalog's JSON.
 
     Raises:
         ConfigError: two tools get one gateway name.
     """
-    tools: list[Tool] = []
     declared: dict[str, ToolMeta] = {}
     categories: dict[str, str] = {}
     core: list[str] = []
+    renamed: list[tuple[Sequence[Tool], list[str]]] = []
     for entry, server_tools in servers:
         server = entry.name
         category = entry.category or server
         categories[category] = entry.description or f"The tools of the {server} server."
         if not entry.defer:
             core.append(category)
-        gateway_names = names.add(server, [tool["name"] for tool in server_tools])
-        for tool, gateway_name in zip(server_tools, gateway_names, strict=True):
-            tools.append(cast(Tool, {**tool, "name": gateway_name}))
-            declared[gateway_name] = ToolMeta(category=category)
+        originals = server_tools.names if isinstance(server_tools, Packed) else [tool["name"] for tool in server_tools]
+        gateway_names = names.add(server, originals)
+        renamed.append((server_tools, gateway_names))
+        meta = ToolMeta(category=category)
+        declared.update(dict.fromkeys(gateway_names, meta))
         declared.update(tool_meta(entry, lambda original, server=server: names.name(server, original)))
     metadata = Metadata(declared, categories, source="gateway configuration")
     options = replace(options, metadata=metadata, core_tools=tuple(core) or options.core_tools)
-    if auto:
-        options = replace(options, mode=auto_mode(tools, options, budget, core=bool(core)))
-    return Catalog.build(tools, options)
+    blobs: list[bytes] = []
+    for server_tools, gateway_names in renamed:
+        server_blobs = [pack({**tool, "name": name}) for tool, name in zip(server_tools, gateway_names, strict=True)]
+        if isinstance(server_tools, Packed):  # a manifest's: it and the catalog keep one copy, and what the
+            server_tools.share(server_blobs)  # manifest held goes now, for the next server's to reuse
+        blobs.extend(server_blobs)
+    tools = Packed(blobs, [name for _, gateway_names in renamed for name in gateway_names])
+    catalog = Catalog.build(tools, replace(options, mode="describe") if auto else options, packed=True)
+    if not auto:
+        return catalog
+    mode = auto_mode(catalog, budget, core=bool(core))
+    return catalog if mode == "describe" else catalog.with_mode(mode)
 
 
-def auto_mode(tools: Sequence[Tool], options: Options, budget: int, *, core: bool) -> Mode:
+def auto_mode(catalog: Catalog, budget: int, *, core: bool) -> Mode:
     """``describe`` while a stock client's stub listing fits ``budget`` tokens; else ``core`` (when some
     server is not deferred) or ``proxy``."""
     from lazymcp.tokens import Size
 
-    listing = Catalog.build(tools, replace(options, mode="describe")).listing("stock", "summary")
-    if Size.of(listing).tokens <= budget:
+    if Size.of(catalog.listing("stock", "summary")).tokens <= budget:
         return "describe"
     return "core" if core else "proxy"
 

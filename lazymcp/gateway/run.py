@@ -73,6 +73,7 @@ def build_gateway(launch: Launch, store: ManifestStore | None, seed: Seed | None
     manifests: dict[str, Manifest | None] = {}
     if store is not None and not launch.refresh:
         manifests = {entry.name: store.load(entry.identity()) for entry in config.enabled}
+        manifests = {n: m and replace(m, lists=m.fresh_lists(launch.ttl)) for n, m in manifests.items()}
     stale = frozenset(name for name, m in manifests.items() if m is not None and not m.fresh(launch.ttl))
     try:
         return Gateway(
