@@ -1,0 +1,168 @@
+"""Review of the gateway core over stdio: ids that cross between a server and the client, and state
+kept per request id that outlives its request. Real ``lazymcp gateway`` processes (or a real ``Link``
+over a real server process) in front of ``servers/hostile_upstream.py``; every wait is bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from lazymcp.gateway.config import ServerEntry
+from lazymcp.gateway.core import Gateway
+from lazymcp.link import Link, sdk_serializer
+from lazymcp.options import Options
+
+from .test_bounded import INIT, INITIALIZED, MODERN, TIMEOUT, Peer, hostile, request, tool_call
+
+SERVERS = Path(__file__).with_name("servers")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def config_of(tmp_path: Path, **servers: list[str]) -> Path:
+    path = tmp_path / "mcp.json"
+    entries = {name: {"command": command[0], "args": command[1:]} for name, command in servers.items()}
+    path.write_text(json.dumps({"mcpServers": entries}))
+    return path
+
+
+@asynccontextmanager
+async def gateway(config: Path, cache: Path, *flags: str) -> AsyncGenerator[Peer]:
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), *flags]
+    env = {**os.environ, "LAZYMCP_CACHE_DIR": str(cache)}
+    async with await anyio.open_process(command, env=env) as process:
+        try:
+            yield Peer(process)
+        finally:
+            if process.returncode is None:
+                process.kill()
+
+
+def modern(request_id: object, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return request(request_id, method, {**(params or {}), "_meta": MODERN})
+
+
+async def until(peer: Peer, request_id: object) -> list[dict[str, Any]]:
+    """Every message up to and including the answer to ``request_id``."""
+    seen: list[dict[str, Any]] = []
+    while True:
+        message = await peer.read()
+        seen.append(message)
+        if message.get("id") == request_id and "method" not in message:
+            return seen
+
+
+# --- findings: these fail today -----------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_2026_client_reusing_the_id_of_a_cancelled_call_gets_its_tool_list(tmp_path: Path) -> None:
+    """The cancelled call's entry in ``_modern_calls`` is never removed, so the next request under the
+    same id (here a tools/list the gateway answers itself) is re-shaped as a ``tools/call`` result:
+    its ``tools`` are dropped by the wire model."""
+    config = config_of(tmp_path, h=hostile())
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, tmp_path / "cache") as peer:
+            await peer.send(modern(1, "tools/list"))
+            first = await peer.answer(1)
+            assert "tools" in first["result"]
+            await peer.send(modern(7, "tools/call", {"name": "h__hang", "arguments": {}}))
+            await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
+            await peer.send(modern(7, "tools/list"))
+            again = await peer.answer(7)
+    assert "tools" in again["result"], again
+
+
+@pytest.mark.anyio
+async def test_a_servers_cancellation_of_its_request_names_the_id_the_client_was_given(tmp_path: Path) -> None:
+    """A server's request to the client goes out under a gateway id (``lazymcp-gateway-N``), but the
+    server's ``notifications/cancelled`` for it goes out with the server's own id: the client cannot
+    tell which request was cancelled (and two servers' ids may collide)."""
+    config = config_of(tmp_path, h=hostile())
+    init: dict[str, Any] = {**INIT, "capabilities": {"elicitation": {}}}
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, tmp_path / "cache", "--mode", "eager") as peer:
+            await peer.send(request(0, "initialize", init), INITIALIZED, request(1, "tools/list"))
+            await peer.answer(1)
+            await peer.send(tool_call(2, "h__ask", cancel=True))
+            seen = await until(peer, 2)
+    asked = [m["id"] for m in seen if m.get("method") == "elicitation/create"]
+    cancelled = [m["params"]["requestId"] for m in seen if m.get("method") == "notifications/cancelled"]
+    assert asked and str(asked[0]).startswith("lazymcp-gateway-")
+    assert cancelled == asked, f"asked as {asked}, cancelled as {cancelled}"
+
+
+async def _link(**settings: Any) -> tuple[Gateway, Link, list[dict[str, Any]]]:
+    entry = ServerEntry("h", command=tuple(hostile()))
+    core = Gateway([entry], Options(mode="eager"), serialize=sdk_serializer, **settings)
+    out: list[dict[str, Any]] = []
+    link = Link(core, lambda line: out.append(json.loads(line)))
+    await link.start()
+    return core, link, out
+
+
+def _send(link: Link, message: dict[str, Any]) -> None:
+    link.from_client(json.dumps(message).encode(), message)
+
+
+async def _answered(out: list[dict[str, Any]], request_id: object) -> dict[str, Any]:
+    while True:
+        for message in out:
+            if message.get("id") == request_id and "method" not in message:
+                return message
+        await asyncio.sleep(0.02)  # bounded by the caller's fail_after: the server is answering
+
+
+@pytest.mark.anyio
+async def test_server_requests_the_server_cancels_leave_nothing_behind_in_the_gateway() -> None:
+    """``Gateway._asked`` (gateway id -> server, its id) gets an entry per request a server makes of the
+    client and loses it only when the client answers: a server that asks and cancels (or a client that
+    never answers) grows it without bound for the whole session."""
+    with anyio.fail_after(TIMEOUT):
+        core, link, out = await _link()
+        try:
+            init: dict[str, Any] = {**INIT, "capabilities": {"elicitation": {}}}
+            _send(link, request(0, "initialize", init))
+            _send(link, INITIALIZED)
+            _send(link, request(1, "tools/list"))
+            await _answered(out, 1)
+            for number in range(2, 42):
+                _send(link, tool_call(number, "h__ask", cancel=True))
+                await _answered(out, number)
+            left = len(core._asked)  # pyright: ignore[reportPrivateUsage]
+        finally:
+            await link.close()
+    assert left == 0, f"{left} cancelled server requests are still mapped"
+
+
+@pytest.mark.anyio
+async def test_cancelled_2026_calls_leave_nothing_behind_in_the_gateway() -> None:
+    """``Gateway._modern_calls`` gets an entry per 2026 request a server answers, removed only when the
+    answer passes: every cancelled call (every POST a 2026 HTTP client closes or that times out, on the
+    one shared 2026 session) stays in it for the life of the gateway."""
+    with anyio.fail_after(TIMEOUT):
+        core, link, out = await _link()
+        try:
+            _send(link, modern(1, "tools/list"))
+            await _answered(out, 1)
+            for number in range(2, 42):
+                _send(link, modern(number, "tools/call", {"name": "h__hang", "arguments": {}}))
+                _send(link, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": number}})
+            _send(link, modern(99, "ping"))
+            await _answered(out, 99)
+            left = len(core._modern_calls)  # pyright: ignore[reportPrivateUsage]
+        finally:
+            await link.close()
+    assert left == 0, f"{left} cancelled 2026 calls are still kept"
