@@ -1,0 +1,36 @@
+"""A 2025-11-25 stdio MCP server (raw JSON-RPC) whose one tool, ``whoami``, answers with its process id:
+which client shares which server process is then plain to see."""
+
+import json
+import os
+import sys
+
+TOOL = {"name": "whoami", "description": "This server's process id.", "inputSchema": {"type": "object"}}
+
+
+def answer(request_id: object, result: object) -> None:
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}) + "\n")
+    sys.stdout.flush()
+
+
+for line in sys.stdin:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        continue
+    method, request_id = message.get("method"), message.get("id")
+    if request_id is None or method is None:
+        continue
+    if method == "initialize":
+        info = {"name": "pid", "version": "1"}
+        answer(request_id, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": info})
+    elif method == "tools/list":
+        answer(request_id, {"tools": [TOOL]})
+    elif method == "tools/call":
+        answer(request_id, {"content": [{"type": "text", "text": str(os.getpid())}]})
+    elif method == "ping":
+        answer(request_id, {})
+    else:
+        error = {"code": -32601, "message": "Method not found"}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}) + "\n")
+        sys.stdout.flush()
