@@ -166,3 +166,21 @@ async def test_cancelled_2026_calls_leave_nothing_behind_in_the_gateway() -> Non
         finally:
             await link.close()
     assert left == 0, f"{left} cancelled 2026 calls are still kept"
+
+
+@pytest.mark.anyio
+async def test_a_2026_result_holding_a_method_member_still_gets_its_envelope(tmp_path: Path) -> None:
+    """``Gateway._envelop`` tells answers from requests by the bytes ``"method"`` in the line: a result
+    that holds a ``method`` member (an HTTP tool's structured content, a prompt or resource named
+    "method") is taken for a request, goes out without the 2026 envelope, and leaves its
+    ``_modern_calls`` entry behind."""
+    config = config_of(tmp_path, p=[sys.executable, str(SERVERS / "review_pid_server.py")])
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, tmp_path / "cache") as peer:
+            await peer.send(modern(1, "tools/call", {"name": "p__whoami", "arguments": {}}))
+            plain = await peer.answer(1)
+            await peer.send(modern(2, "tools/call", {"name": "p__fetch", "arguments": {}}))
+            fetched = await peer.answer(2)
+    assert plain["result"].get("resultType") == "complete"  # the envelope, on a result without "method"
+    assert fetched["result"]["structuredContent"] == {"method": "GET", "status": 200}
+    assert fetched["result"].get("resultType") == "complete", fetched["result"]

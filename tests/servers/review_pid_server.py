@@ -1,6 +1,7 @@
 """A 2025-11-25 stdio MCP server (raw JSON-RPC) whose tool ``whoami`` answers with its process id (which
 client shares which server process is then plain to see), and whose tool ``raw`` answers with the line
-of the call exactly as it was read (what a proxy changed on the way is then plain to see)."""
+of the call exactly as it was read (what a proxy changed on the way is then plain to see). ``fetch``
+answers with structured content that has a ``method`` member, as an HTTP client tool's does."""
 
 import json
 import os
@@ -10,7 +11,9 @@ from typing import Any
 TOOLS = [
     {"name": "whoami", "description": "This server's process id.", "inputSchema": {"type": "object"}},
     {"name": "raw", "description": "The call's line as read.", "inputSchema": {"type": "object"}},
+    {"name": "fetch", "description": "An HTTP request's outcome.", "inputSchema": {"type": "object"}},
 ]
+FETCHED = {"method": "GET", "status": 200}
 
 
 def answer(request_id: object, result: object) -> None:
@@ -34,6 +37,8 @@ for line in sys.stdin:
         answer(request_id, {"tools": TOOLS})
     elif method == "tools/call" and params.get("name") == "raw":
         answer(request_id, {"content": [{"type": "text", "text": line.rstrip("\n")}]})
+    elif method == "tools/call" and params.get("name") == "fetch":
+        answer(request_id, {"content": [{"type": "text", "text": json.dumps(FETCHED)}], "structuredContent": FETCHED})
     elif method == "tools/call":
         answer(request_id, {"content": [{"type": "text", "text": str(os.getpid())}]})
     elif method == "ping":
