@@ -5,6 +5,8 @@ valid JSON over several lines. Real ``lazymcp`` processes; every wait is bounded
 from __future__ import annotations
 
 import json
+import os
+import re
 import socket
 import subprocess
 import sys
@@ -13,9 +15,10 @@ from typing import Any
 
 import anyio
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .conftest import free_port
-from .test_bounded import INIT, hostile, http, http_proxy, request
+from .test_bounded import INIT, children, hostile, http, http_proxy, request
 from .test_review_gateway import config_of, gateway
 
 LAZYMCP = [sys.executable, "-m", "lazymcp"]
@@ -93,6 +96,35 @@ async def test_an_http_body_of_pretty_printed_json_reaches_a_stdio_server_as_one
             status, _, content = await http(port, "POST", body)
     assert status == 200
     assert "result" in json.loads(content), content[:300]
+
+
+@pytest.mark.anyio
+async def test_the_http_gateways_start_up_line_counts_the_servers_it_started(tmp_path: Path) -> None:
+    """The start-up line of ``gateway --http`` is made from a core built at launch (``run_gateway``'s
+    ``first``) that the HTTP front never starts: servers start per session. It says "1 started now"
+    while no server runs until a client comes."""
+    port = free_port()
+    command = [*LAZYMCP, "gateway", "--config", str(config_of(tmp_path, h=hostile())), "--http", f"127.0.0.1:{port}"]
+    env = {**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    async with await anyio.open_process(command, env=env) as process:
+        try:
+            with anyio.fail_after(30):
+                assert process.stderr is not None
+                first = (await BufferedByteReceiveStream(process.stderr).receive_until(b"\n", 1 << 16)).decode()
+                while True:
+                    try:
+                        await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                        break
+                    except OSError:
+                        await anyio.sleep(0.05)  # bounded by fail_after: the gateway is starting
+            claimed = int(re.search(r"(\d+) started now", first).group(1))  # pyright: ignore[reportOptionalMemberAccess]
+            with anyio.move_on_after(3):
+                while len(children(process.pid)) < claimed:  # noqa: ASYNC110 (a process table, not an event)
+                    await anyio.sleep(0.05)
+            running = len(children(process.pid))
+        finally:
+            process.kill()
+    assert claimed == running, first
 
 
 # --- regressions: these pass today ----------------------------------------------------------------------
