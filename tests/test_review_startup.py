@@ -134,3 +134,41 @@ def test_the_proxy_refuses_an_address_it_cannot_listen_on_in_one_line() -> None:
     done = run_on_busy_port("proxy", "--", *hostile())
     assert done.returncode == 2, done.stderr
     assert "cannot listen on" in done.stderr
+
+
+SILENT = [sys.executable, "-c", "import sys\nfor _ in sys.stdin: pass"]
+"""A server that reads everything and answers nothing, not even ``initialize``."""
+
+
+async def stderr_of_a_session_with(tmp_path: Path, command: list[str]) -> str:
+    """Initialize, list tools (which waits for the server's fate), leave; the gateway's stderr."""
+    async with gateway(config_of(tmp_path, s=command), tmp_path / "cache", "--timeout", "2") as peer:
+        with anyio.fail_after(30):
+            await peer.send(request(0, "initialize", INIT), request(1, "tools/list"))
+            await peer.answer(1)
+            assert peer.process.stdin is not None
+            await peer.process.stdin.aclose()
+            await peer.process.wait()
+            return await peer.stderr()
+
+
+@pytest.mark.anyio
+async def test_the_gateways_reports_on_stderr_name_the_gateway(tmp_path: Path) -> None:
+    """Since the gateway runs on the proxy's ``Link``, what it reports of its servers goes through
+    ``lazymcp.limits.say``: "lazymcp proxy: server 's': …". At 648a861 it was "lazymcp gateway: …"."""
+    err = await stderr_of_a_session_with(tmp_path, [sys.executable, "-c", "raise SystemExit(4)"])
+    assert "server 's'" in err, err
+    assert "lazymcp proxy:" not in err, err
+
+
+@pytest.mark.anyio
+async def test_a_server_that_never_answers_its_handshake_fails_once_and_is_not_said_to_refuse(
+    tmp_path: Path,
+) -> None:
+    """The router's timeout fails the server (``_down``); ``_down`` relays the router's error for the
+    gateway's own pending ``initialize`` through ``_to_client``, which takes it for the handshake's
+    answer and calls ``_down`` again: two reports (the second "it refused the gateway's initialize"),
+    and two failures counted, so its first backoff is already doubled."""
+    err = await stderr_of_a_session_with(tmp_path, SILENT)
+    reports = [line for line in err.splitlines() if "server 's'" in line]
+    assert len(reports) == 1 and "refused" not in reports[0], reports
