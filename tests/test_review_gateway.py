@@ -184,3 +184,33 @@ async def test_a_2026_result_holding_a_method_member_still_gets_its_envelope(tmp
     assert plain["result"].get("resultType") == "complete"  # the envelope, on a result without "method"
     assert fetched["result"]["structuredContent"] == {"method": "GET", "status": 200}
     assert fetched["result"].get("resultType") == "complete", fetched["result"]
+
+
+@pytest.mark.anyio
+async def test_an_answer_to_a_dead_servers_request_does_not_reach_its_successor(tmp_path: Path) -> None:
+    """``Gateway._asked`` outlives the server process that asked: the client's late answer to the dead
+    process's request (gateway id 1, server id ``q-1``) is handed to the restarted process as the
+    answer to *its* ``q-1``, a different question (gateway id 2)."""
+    config = config_of(tmp_path, a=[sys.executable, str(SERVERS / "review_asking_server.py")])
+    init: dict[str, Any] = {**INIT, "capabilities": {"elicitation": {}}}
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, tmp_path / "cache", "--mode", "eager") as peer:
+            await peer.send(request(0, "initialize", init), INITIALIZED, request(1, "tools/list"))
+            await peer.answer(1)
+            await peer.send(tool_call(2, "a__ask"))
+            old = await peer.read()
+            assert old.get("method") == "elicitation/create", old
+            await peer.send(tool_call(3, "a__die"))
+            await peer.answer(3)
+            new: dict[str, Any] = {}
+            while new.get("method") != "elicitation/create":  # refused within the backoff, then started again
+                await anyio.sleep(0.3)
+                await peer.send(tool_call(4, "a__ask"))
+                new = await peer.read()
+            assert new["id"] != old["id"]
+            stale = {"action": "accept", "content": {"who": "the dead process's question"}}
+            await peer.send({"jsonrpc": "2.0", "id": old["id"], "result": stale})
+            fresh = {"action": "accept", "content": {"who": "the new process's question"}}
+            await peer.send({"jsonrpc": "2.0", "id": new["id"], "result": fresh})
+            answered = await peer.answer(4)
+    assert "new process" in answered["result"]["content"][0]["text"], answered
