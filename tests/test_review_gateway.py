@@ -214,3 +214,42 @@ async def test_an_answer_to_a_dead_servers_request_does_not_reach_its_successor(
             await peer.send({"jsonrpc": "2.0", "id": new["id"], "result": fresh})
             answered = await peer.answer(4)
     assert "new process" in answered["result"]["content"][0]["text"], answered
+
+
+# --- regressions: these pass today ----------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_2026_client_gets_enveloped_lists_and_discovery_without_initialize(tmp_path: Path) -> None:
+    config = config_of(tmp_path, h=hostile())
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, tmp_path / "cache") as peer:
+            await peer.send(modern(1, "server/discover"), modern(2, "resources/list"), modern(3, "prompts/list"))
+            discovered, resources, prompts = await peer.answer(1), await peer.answer(2), await peer.answer(3)
+    assert discovered["result"]["supportedVersions"] == ["2026-07-28"]
+    for answer in (resources, prompts):
+        result = answer["result"]
+        assert result["resultType"] == "complete" and "ttlMs" in result and "cacheScope" in result, result
+        assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "lazymcp-gateway"
+    assert [entry["uri"] for entry in resources["result"]["resources"]] == ["memo://one"]
+
+
+@pytest.mark.anyio
+async def test_a_2026_listen_stream_hears_a_servers_new_tools_until_it_is_cancelled(tmp_path: Path) -> None:
+    config = config_of(tmp_path, c=[sys.executable, str(SERVERS / "changing_server.py")])
+    listen = modern(9, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, tmp_path / "cache") as peer:
+            await peer.send(modern(1, "tools/list"))
+            await peer.answer(1)
+            await peer.send(listen)
+            ack = await peer.read()
+            await peer.send(modern(2, "tools/call", {"name": "c__grow", "arguments": {}}))
+            heard = [await peer.read(), await peer.read()]
+            await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}})
+            await peer.send(modern(3, "tools/call", {"name": "c__grow", "arguments": {}}))
+            after = await until(peer, 3)
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    events = [m for m in heard if m.get("method") == "notifications/tools/list_changed"]
+    assert events and events[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 9, heard
+    assert not [m for m in after if m.get("method") == "notifications/tools/list_changed"], after
