@@ -216,6 +216,23 @@ async def test_an_answer_to_a_dead_servers_request_does_not_reach_its_successor(
     assert "new process" in answered["result"]["content"][0]["text"], answered
 
 
+@pytest.mark.anyio
+async def test_a_server_request_spelled_with_an_escaped_key_still_gets_a_gateway_id(tmp_path: Path) -> None:
+    """``Gateway._to_client`` decides a server's line needs no mapping when its bytes lack ``"method"``;
+    a server that writes the key as ``"\\u006dethod"`` gets its request to the client through under its
+    own id (two servers' ids may then meet, and the client's answer, under that id, is dropped)."""
+    config = config_of(tmp_path, e=[sys.executable, str(SERVERS / "review_escaped_server.py")])
+    init: dict[str, Any] = {**INIT, "capabilities": {"elicitation": {}}}
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, tmp_path / "cache", "--mode", "eager") as peer:
+            await peer.send(request(0, "initialize", init), INITIALIZED, request(1, "tools/list"))
+            await peer.answer(1)
+            await peer.send(tool_call(2, "e__ask"))
+            asked = await peer.read()
+    assert asked.get("method") == "elicitation/create", asked
+    assert str(asked["id"]).startswith("lazymcp-gateway-"), asked
+
+
 # --- regressions: these pass today ----------------------------------------------------------------------
 
 
