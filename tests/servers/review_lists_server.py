@@ -1,0 +1,58 @@
+"""A 2025-11-25 stdio MCP server (raw JSON-RPC) whose resources are kept in a file, as a filesystem or a
+notes server keeps them: ``review_lists_server.py FILE`` (a JSON list of URIs).
+
+Its one tool, ``add``, appends ``arguments.uri`` to the file and sends
+``notifications/resources/list_changed``; ``resources/list`` reads the file each time."""
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+STORE = Path(sys.argv[1])
+TOOL = {"name": "add", "description": "Add a resource.", "inputSchema": {"type": "object"}}
+
+
+def send(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def answer(request_id: object, result: object) -> None:
+    send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+for line in sys.stdin:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        continue
+    method, request_id = message.get("method"), message.get("id")
+    if request_id is None or method is None:
+        continue
+    params: dict[str, Any] = message.get("params") or {}
+    if method == "initialize":
+        capabilities = {"tools": {}, "resources": {"listChanged": True}}
+        answer(
+            request_id,
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": capabilities,
+                "serverInfo": {"name": "lists", "version": "1"},
+            },
+        )
+    elif method == "tools/list":
+        answer(request_id, {"tools": [TOOL]})
+    elif method == "tools/call":
+        uris = json.loads(STORE.read_text())
+        arguments: dict[str, Any] = params.get("arguments") or {}
+        uris.append(arguments.get("uri"))
+        STORE.write_text(json.dumps(uris))
+        send({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"})
+        answer(request_id, {"content": [{"type": "text", "text": "added"}]})
+    elif method == "resources/list":
+        answer(request_id, {"resources": [{"uri": uri, "name": uri} for uri in json.loads(STORE.read_text())]})
+    elif method == "ping":
+        answer(request_id, {})
+    else:
+        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "Method not found"}})

@@ -1,0 +1,49 @@
+"""A 2025-11-25 stdio MCP server (raw JSON-RPC) whose tool ``whoami`` answers with its process id (which
+client shares which server process is then plain to see), and whose tool ``raw`` answers with the line
+of the call exactly as it was read (what a proxy changed on the way is then plain to see). ``fetch``
+answers with structured content that has a ``method`` member, as an HTTP client tool's does."""
+
+import json
+import os
+import sys
+from typing import Any
+
+TOOLS = [
+    {"name": "whoami", "description": "This server's process id.", "inputSchema": {"type": "object"}},
+    {"name": "raw", "description": "The call's line as read.", "inputSchema": {"type": "object"}},
+    {"name": "fetch", "description": "An HTTP request's outcome.", "inputSchema": {"type": "object"}},
+]
+FETCHED = {"method": "GET", "status": 200}
+
+
+def answer(request_id: object, result: object) -> None:
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}) + "\n")
+    sys.stdout.flush()
+
+
+for line in sys.stdin:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        continue
+    method, request_id = message.get("method"), message.get("id")
+    params: dict[str, Any] = message.get("params") or {}
+    if request_id is None or method is None:
+        continue
+    if method == "initialize":
+        info = {"name": "pid", "version": "1"}
+        answer(request_id, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": info})
+    elif method == "tools/list":
+        answer(request_id, {"tools": TOOLS})
+    elif method == "tools/call" and params.get("name") == "raw":
+        answer(request_id, {"content": [{"type": "text", "text": line.rstrip("\n")}]})
+    elif method == "tools/call" and params.get("name") == "fetch":
+        answer(request_id, {"content": [{"type": "text", "text": json.dumps(FETCHED)}], "structuredContent": FETCHED})
+    elif method == "tools/call":
+        answer(request_id, {"content": [{"type": "text", "text": str(os.getpid())}]})
+    elif method == "ping":
+        answer(request_id, {})
+    else:
+        error = {"code": -32601, "message": "Method not found"}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}) + "\n")
+        sys.stdout.flush()

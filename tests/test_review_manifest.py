@@ -1,0 +1,136 @@
+"""Review of the lists manifests keep (prompts, resources, templates): a list answered from a manifest
+must not be one the gateway already knew to be stale. Real ``lazymcp gateway`` processes over stdio, one
+after another on one cache, in front of ``servers/review_lists_server.py``, whose resources live in a
+file and so outlive its process."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from .test_bounded import INIT, INITIALIZED, TIMEOUT, Peer, request, tool_call
+from .test_review_gateway import config_of, gateway
+
+SERVERS = Path(__file__).with_name("servers")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def lists_server(store: Path) -> list[str]:
+    return [sys.executable, str(SERVERS / "review_lists_server.py"), str(store)]
+
+
+def uris(answer: dict[str, Any]) -> list[str]:
+    return [entry["uri"] for entry in answer["result"]["resources"]]
+
+
+def manifests(cache: Path) -> list[Path]:
+    return sorted(cache.glob("*.json"))
+
+
+async def leave(peer: Peer) -> int:
+    """End the client's input; the gateway's exit status."""
+    assert peer.process.stdin is not None
+    await peer.process.stdin.aclose()
+    return await peer.process.wait()
+
+
+async def start(peer: Peer) -> None:
+    await peer.send(request(0, "initialize", INIT), INITIALIZED)
+    await peer.answer(0)
+
+
+# --- findings: these fail today -----------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_resource_list_the_server_said_changed_is_not_served_from_the_manifest(tmp_path: Path) -> None:
+    """The server's ``notifications/resources/list_changed`` drops the list from memory only; the
+    manifest on disk keeps it, so the next gateway answers ``resources/list`` from it without
+    starting the server: the resource added in the last session is missing."""
+    store, cache = tmp_path / "resources.json", tmp_path / "cache"
+    store.write_text(json.dumps(["memo://one"]))
+    config = config_of(tmp_path, s=lists_server(store))
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, cache) as peer:
+            await start(peer)
+            await peer.send(request(1, "resources/list"))
+            assert uris(await peer.answer(1)) == ["memo://one"]
+            await peer.send(tool_call(2, "s__add", uri="memo://two"))
+            await peer.answer(2)
+            assert await leave(peer) == 0
+        async with gateway(config, cache) as peer:
+            await start(peer)
+            await peer.send(request(1, "resources/list"))
+            listed = uris(await peer.answer(1))
+            await leave(peer)
+    assert listed == ["memo://one", "memo://two"]
+
+
+@pytest.mark.anyio
+async def test_a_manifest_refreshed_past_its_ttl_does_not_restamp_old_lists_as_fresh(tmp_path: Path) -> None:
+    """A manifest past its TTL starts its server at launch, and the new tool list is saved with the
+    lists of the old manifest under a new ``fetched`` time: lists never asked again are fresh for
+    another TTL, and the next gateway serves them without starting the server."""
+    store, cache = tmp_path / "resources.json", tmp_path / "cache"
+    store.write_text(json.dumps(["memo://one"]))
+    config = config_of(tmp_path, s=lists_server(store))
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, cache) as peer:  # no manifest yet: the lists are kept
+            await start(peer)
+            await peer.send(request(1, "resources/list"))
+            await peer.answer(1)
+            assert await leave(peer) == 0
+        store.write_text(json.dumps(["memo://one", "memo://two"]))  # changed while no gateway ran
+        (path,) = manifests(cache)
+        old = json.loads(path.read_text())
+        path.write_text(json.dumps({**old, "fetched": 0.0}))  # past any TTL
+        async with gateway(config, cache) as peer:  # the stale manifest's server starts; only tools are used
+            await start(peer)
+            while json.loads(path.read_text())["fetched"] == 0.0:  # noqa: ASYNC110 (a file, not an event)
+                await anyio.sleep(0.05)  # bounded by fail_after: the new tool list is being saved
+            await leave(peer)
+        async with gateway(config, cache) as peer:
+            await start(peer)
+            await peer.send(request(1, "resources/list"))
+            listed = uris(await peer.answer(1))
+            await leave(peer)
+    assert listed == ["memo://one", "memo://two"]
+
+
+# --- regressions: these pass today ----------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_lists_in_a_manifest_are_answered_without_starting_the_server(tmp_path: Path) -> None:
+    """After one session has listed resources, the next one's start-up listing starts nothing: the
+    server's process never runs (its resources file is made unreadable to prove it)."""
+    store, cache = tmp_path / "resources.json", tmp_path / "cache"
+    store.write_text(json.dumps(["memo://one"]))
+    config = config_of(tmp_path, s=lists_server(store))
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, cache) as peer:
+            await start(peer)
+            for number, method in enumerate(("resources/list", "prompts/list", "resources/templates/list"), 1):
+                await peer.send(request(number, method))
+                await peer.answer(number)
+            assert await leave(peer) == 0
+        store.unlink()  # a server started now would fail its listing
+        async with gateway(config, cache) as peer:
+            await start(peer)
+            answers: list[dict[str, Any]] = []
+            for number, method in enumerate(("resources/list", "prompts/list", "resources/templates/list"), 1):
+                await peer.send(request(number, method))
+                answers.append(await peer.answer(number))
+            status = await leave(peer)
+    assert status == 0
+    assert uris(answers[0]) == ["memo://one"]
+    assert answers[1]["result"] == {"prompts": []} and answers[2]["result"] == {"resourceTemplates": []}

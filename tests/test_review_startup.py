@@ -1,0 +1,174 @@
+"""Review of start-up and of requests that meet a session not yet started: the gateway's start-up line
+and its ``--http`` address, requests a client sends before ``initialize``, and an HTTP body that is
+valid JSON over several lines. Real ``lazymcp`` processes; every wait is bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from .conftest import free_port
+from .test_bounded import INIT, children, hostile, http, http_proxy, request
+from .test_review_gateway import config_of, gateway
+
+LAZYMCP = [sys.executable, "-m", "lazymcp"]
+ANSWER_WITHIN = 10.0
+"""Seconds a request may wait here for an answer when the server's timeout is 2 s."""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def run_on_busy_port(*arguments: str) -> subprocess.CompletedProcess[str]:
+    """Run lazymcp with ``--http`` on a port another socket listens on."""
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        command = [*LAZYMCP, *arguments[:1], "--http", f"127.0.0.1:{port}", *arguments[1:]]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+# --- findings: these fail today -----------------------------------------------------------------------
+
+
+def test_the_gateway_refuses_an_address_it_cannot_listen_on_in_one_line(tmp_path: Path) -> None:
+    """``lazymcp proxy --http`` and ``serve --http`` check the address first (``_can_listen``): one line,
+    status 2. ``lazymcp gateway --http`` does not: it prints its start-up line ("clients on http://…")
+    as if it served, then uvicorn's own ``ERROR: [Errno 98] …``, and exits 3."""
+    config = config_of(tmp_path)
+    done = run_on_busy_port("gateway", "--config", str(config))
+    assert done.returncode == 2, done.stderr
+    assert "cannot listen on" in done.stderr and "clients on" not in done.stderr, done.stderr
+
+
+def test_the_gateways_start_up_line_writes_an_ipv6_address_as_a_url(tmp_path: Path) -> None:
+    """``--http [::1]:PORT`` is parsed to host ``::1``; the start-up line then names
+    ``http://::1:PORT/mcp``, which is no URL (``auth.default_resource`` brackets it; the line does not)."""
+    config = config_of(tmp_path)
+    port = free_port()
+    command = [*LAZYMCP, "gateway", "--config", str(config), "--http", f"[::1]:{port}"]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True) as process:
+        try:
+            assert process.stderr is not None
+            first = process.stderr.readline()
+        finally:
+            process.kill()
+    assert f"http://[::1]:{port}/mcp" in first, first
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("method", ["tools/list", "prompts/list"])
+async def test_a_request_sent_before_initialize_is_answered(tmp_path: Path, method: str) -> None:
+    """A server without a manifest is started at launch and then waits (``spawned``) for the client's
+    ``initialize``. A request sent before it waits with it: ``tools/*`` in ``Gateway._waiting``,
+    lists in the server's queue, neither under any timeout, so it is never answered while the client
+    stays (at the end of its input, only after the drain's timeout, with status 1). Expected: an
+    error at once, as the proxy gives ("tools are listed once the client has sent ...")."""
+    answer: dict[str, Any] | None = None
+    async with gateway(config_of(tmp_path, h=hostile()), tmp_path / "cache", "--timeout", "2") as peer:
+        with anyio.move_on_after(ANSWER_WITHIN):
+            await peer.send(request(1, method))
+            answer = await peer.answer(1)
+    assert answer is not None, f"{method} before initialize: no answer within {ANSWER_WITHIN:g}s"
+
+
+@pytest.mark.anyio
+async def test_an_http_body_of_pretty_printed_json_reaches_a_stdio_server_as_one_line() -> None:
+    """A POST body is valid JSON over several lines (``json.dumps(..., indent=2)``). The HTTP front
+    hands the body's bytes on as the message's line (``HttpFront._request``: ``line = body``) and the
+    router writes them to the server's stdin as they are: the server reads several broken lines and
+    the request is never answered (here, the server's 2 s timeout answers it with an error). Also so
+    at 648a861: not new, but on the one HTTP front now shared by the proxy and the gateway."""
+    async with http_proxy(*hostile(), flags=["--timeout", "2"]) as (port, _):
+        with anyio.fail_after(30):
+            body = json.dumps(request(1, "initialize", INIT), indent=2).encode()
+            status, _, content = await http(port, "POST", body)
+    assert status == 200
+    assert "result" in json.loads(content), content[:300]
+
+
+@pytest.mark.anyio
+async def test_the_http_gateways_start_up_line_counts_the_servers_it_started(tmp_path: Path) -> None:
+    """The start-up line of ``gateway --http`` is made from a core built at launch (``run_gateway``'s
+    ``first``) that the HTTP front never starts: servers start per session. It says "1 started now"
+    while no server runs until a client comes."""
+    port = free_port()
+    command = [*LAZYMCP, "gateway", "--config", str(config_of(tmp_path, h=hostile())), "--http", f"127.0.0.1:{port}"]
+    env = {**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    async with await anyio.open_process(command, env=env) as process:
+        try:
+            with anyio.fail_after(30):
+                assert process.stderr is not None
+                first = (await BufferedByteReceiveStream(process.stderr).receive_until(b"\n", 1 << 16)).decode()
+                while True:
+                    try:
+                        await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                        break
+                    except OSError:
+                        await anyio.sleep(0.05)  # bounded by fail_after: the gateway is starting
+            claimed = int(re.search(r"(\d+) started now", first).group(1))  # pyright: ignore[reportOptionalMemberAccess]
+            with anyio.move_on_after(3):
+                while len(children(process.pid)) < claimed:  # noqa: ASYNC110 (a process table, not an event)
+                    await anyio.sleep(0.05)
+            running = len(children(process.pid))
+        finally:
+            process.kill()
+    assert claimed == running, first
+
+
+# --- regressions: these pass today ----------------------------------------------------------------------
+
+
+def test_the_proxy_refuses_an_address_it_cannot_listen_on_in_one_line() -> None:
+    done = run_on_busy_port("proxy", "--", *hostile())
+    assert done.returncode == 2, done.stderr
+    assert "cannot listen on" in done.stderr
+
+
+SILENT = [sys.executable, "-c", "import sys\nfor _ in sys.stdin: pass"]
+"""A server that reads everything and answers nothing, not even ``initialize``."""
+
+
+async def stderr_of_a_session_with(tmp_path: Path, command: list[str]) -> str:
+    """Initialize, list tools (which waits for the server's fate), leave; the gateway's stderr."""
+    async with gateway(config_of(tmp_path, s=command), tmp_path / "cache", "--timeout", "2") as peer:
+        with anyio.fail_after(30):
+            await peer.send(request(0, "initialize", INIT), request(1, "tools/list"))
+            await peer.answer(1)
+            assert peer.process.stdin is not None
+            await peer.process.stdin.aclose()
+            await peer.process.wait()
+            return await peer.stderr()
+
+
+@pytest.mark.anyio
+async def test_the_gateways_reports_on_stderr_name_the_gateway(tmp_path: Path) -> None:
+    """Since the gateway runs on the proxy's ``Link``, what it reports of its servers goes through
+    ``lazymcp.limits.say``: "lazymcp proxy: server 's': …". At 648a861 it was "lazymcp gateway: …"."""
+    err = await stderr_of_a_session_with(tmp_path, [sys.executable, "-c", "raise SystemExit(4)"])
+    assert "server 's'" in err, err
+    assert "lazymcp proxy:" not in err, err
+
+
+@pytest.mark.anyio
+async def test_a_server_that_never_answers_its_handshake_fails_once_and_is_not_said_to_refuse(
+    tmp_path: Path,
+) -> None:
+    """The router's timeout fails the server (``_down``); ``_down`` relays the router's error for the
+    gateway's own pending ``initialize`` through ``_to_client``, which takes it for the handshake's
+    answer and calls ``_down`` again: two reports (the second "it refused the gateway's initialize"),
+    and two failures counted, so its first backoff is already doubled."""
+    err = await stderr_of_a_session_with(tmp_path, SILENT)
+    reports = [line for line in err.splitlines() if "server 's'" in line]
+    assert len(reports) == 1 and "refused" not in reports[0], reports
