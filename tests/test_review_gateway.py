@@ -69,7 +69,7 @@ async def until(peer: Peer, request_id: object) -> list[dict[str, Any]]:
 
 @pytest.mark.anyio
 async def test_a_2026_client_reusing_the_id_of_a_cancelled_call_gets_its_tool_list(tmp_path: Path) -> None:
-    """The cancelled call's entry in ``_modern_calls`` is never removed, so the next request under the
+    """The cancelled call's entry of the 2026 client's calls is never removed, so the next request under the
     same id (here a tools/list the gateway answers itself) is re-shaped as a ``tools/call`` result:
     its ``tools`` are dropped by the wire model."""
     config = config_of(tmp_path, h=hostile())
@@ -141,7 +141,7 @@ async def test_server_requests_the_server_cancels_leave_nothing_behind_in_the_ga
             for number in range(2, 42):
                 _send(link, tool_call(number, "h__ask", cancel=True))
                 await _answered(out, number)
-            left = len(core._asked)  # pyright: ignore[reportPrivateUsage]
+            left = len(core._asked) + len(core._asked_as)  # pyright: ignore[reportPrivateUsage]
         finally:
             await link.close()
     assert left == 0, f"{left} cancelled server requests are still mapped"
@@ -149,7 +149,7 @@ async def test_server_requests_the_server_cancels_leave_nothing_behind_in_the_ga
 
 @pytest.mark.anyio
 async def test_cancelled_2026_calls_leave_nothing_behind_in_the_gateway() -> None:
-    """``Gateway._modern_calls`` gets an entry per 2026 request a server answers, removed only when the
+    """The 2026 client's calls (``ModernClient._calls``) get an entry per 2026 request a server answers, removed only when the
     answer passes: every cancelled call (every POST a 2026 HTTP client closes or that times out, on the
     one shared 2026 session) stays in it for the life of the gateway."""
     with anyio.fail_after(TIMEOUT):
@@ -162,7 +162,7 @@ async def test_cancelled_2026_calls_leave_nothing_behind_in_the_gateway() -> Non
                 _send(link, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": number}})
             _send(link, modern(99, "ping"))
             await _answered(out, 99)
-            left = len(core._modern_calls)  # pyright: ignore[reportPrivateUsage]
+            left = len(core._modern._calls)  # pyright: ignore[reportPrivateUsage]
         finally:
             await link.close()
     assert left == 0, f"{left} cancelled 2026 calls are still kept"
@@ -173,7 +173,7 @@ async def test_a_2026_result_holding_a_method_member_still_gets_its_envelope(tmp
     """``Gateway._envelop`` tells answers from requests by the bytes ``"method"`` in the line: a result
     that holds a ``method`` member (an HTTP tool's structured content, a prompt or resource named
     "method") is taken for a request, goes out without the 2026 envelope, and leaves its
-    ``_modern_calls`` entry behind."""
+    calls entry behind."""
     config = config_of(tmp_path, p=[sys.executable, str(SERVERS / "review_pid_server.py")])
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, tmp_path / "cache") as peer:

@@ -49,7 +49,7 @@ from lazymcp.gateway.modern import ModernClient
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
-from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId
+from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId, id_key
 from lazymcp.limits import CLIENT_TIMEOUT
 from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DESCRIBE_TOOLS
 from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
@@ -110,6 +110,7 @@ class Gateway:
     _client: dict[str, Any] | None = None  # the client's initialize params
     _declared: bool = False
     _asked: dict[str, tuple[str, RequestId]] = field(default_factory=lambda: {})  # gateway id -> server, its id
+    _asked_as: dict[tuple[str, tuple[str, object]], str] = field(default_factory=lambda: {})  # the reverse
     _asked_count: int = 0
     _waiting: list[Message] = field(default_factory=lambda: [])  # tools/* before the first lists
     _session: DynamicSession = field(default_factory=DynamicSession)
@@ -318,7 +319,7 @@ class Gateway:
         method = message.get("method")
         params = cast(dict[str, Any], message.get("params") or {})
         if method == "notifications/cancelled":
-            self._modern.bridge.cancelled(params.get("requestId"))  # a 2026 client's listen stream ends so
+            self._modern.cancelled(params.get("requestId"))  # no answer, or listen stream, is owed it now
             for link in self.links.values():
                 if link.router is not None and link.router.owes(params.get("requestId")):
                     return self._through(link, jsonrpc.encode(message), now)
@@ -332,7 +333,7 @@ class Gateway:
         return []  # notifications/initialized is the gateway's; the servers get their own
 
     def _client_answer(self, message: Message, now: float) -> list[Action]:
-        asked = self._asked.pop(str(message.get("id")), None)
+        asked = self._settle_ask(str(message.get("id")))
         if asked is None:
             return []
         server, original = asked
@@ -466,7 +467,7 @@ class Gateway:
         return out
 
     def _to_client(self, link: Link, data: bytes, now: float) -> list[Action]:
-        if b'"method"' not in data and b"lazymcp-gateway-" not in data:
+        if b'"method"' not in data and b"lazymcp-gateway-" not in data and b"\\u" not in data:
             return [ToClient(data)]  # the answer to a client request: as it came (the router checked it)
         message = jsonrpc.parse(data)
         method = message.get("method")
@@ -485,17 +486,37 @@ class Gateway:
             self._asked_count += 1
             gateway_id = f"lazymcp-gateway-{self._asked_count}"
             self._asked[gateway_id] = (link.entry.name, message["id"])
+            self._asked_as[(link.entry.name, id_key(message["id"]))] = gateway_id
             return [ToClient(jsonrpc.encode({**message, "id": gateway_id}))]
         if method == "notifications/tools/list_changed":
             return []  # the gateway announces its own, once its catalog is rebuilt
+        if method == "notifications/cancelled":
+            return self._server_cancelled(link, message)
         stale = [link.lists.pop(listed) for listed in STALE.get(method, ()) if listed in link.lists]
-        if stale:  # asked of the server again at the next listing, this run or the next
-            return [*self._save(link), ToClient(data)]
+        saved = self._save(link) if stale else []  # asked of the server again at the next listing
         if self._modern.active and method in LIST_CHANGED:
-            return list(self._modern.events(method))
-        return [ToClient(data)]
+            return [*saved, *self._modern.events(method)]
+        return [*saved, ToClient(data)]
+
+    def _settle_ask(self, gateway_id: str) -> tuple[str, RequestId] | None:
+        """Forget a server's request to the client (answered, cancelled, or its server gone)."""
+        asked = self._asked.pop(gateway_id, None)
+        if asked is not None:
+            self._asked_as.pop((asked[0], id_key(asked[1])), None)
+        return asked
+
+    def _server_cancelled(self, link: Link, message: Message) -> list[Action]:
+        """A server gives up on its request to the client: the client hears it under the id it was given."""
+        params = cast(dict[str, Any], message.get("params") or {})
+        gateway_id = self._asked_as.get((link.entry.name, id_key(params.get("requestId"))))
+        if gateway_id is None:
+            return []  # not a request of its to the client: nothing to cancel there
+        self._settle_ask(gateway_id)
+        return [ToClient(jsonrpc.notification_line("notifications/cancelled", {**params, "requestId": gateway_id}))]
 
     def _handshake(self, link: Link, message: Message, now: float) -> list[Action]:
+        if link.state != "starting":
+            return []  # it failed before answering: already said
         result = message.get("result")
         if not isinstance(result, dict):
             detail = jsonrpc.field(message.get("error"), "message") or "no result"
@@ -541,11 +562,14 @@ class Gateway:
         actions: list[Action] = [Stop(name, reason)]
         owed = [jsonrpc.parse(line)["id"] for line in link.queued]
         link.queued = []
-        if link.router is not None:
-            for failure in link.router.upstream_failed(reason):
+        router = link.router
+        link.failed(reason, now)  # first: the answers below are not taken for its handshake's
+        for gateway_id in [g for g, (server, _) in self._asked.items() if server == name]:
+            self._settle_ask(gateway_id)  # a late answer of the client's must not reach its successor
+        if router is not None:
+            for failure in router.upstream_failed(reason):
                 if isinstance(failure, ToClient):
                     actions += self._to_client(link, failure.data, now)
-        link.failed(reason, now)
         for request_id in owed:
             if isinstance(request_id, str) and request_id.startswith(GATHER_PREFIX):
                 answer = self.passthrough.part(name, {"id": request_id})

@@ -46,6 +46,11 @@ class ModernClient:
         """A request of its goes to a server: its answer gets the envelope."""
         self._calls[id_key(request_id)] = method
 
+    def cancelled(self, request_id: object) -> None:
+        """It gave up on a request: no answer is owed it, and a listen stream of that id ends."""
+        self._calls.pop(id_key(request_id), None)
+        self.bridge.cancelled(request_id)
+
     def caller(self) -> Caller:
         """How ``methods.dispatch`` answers it: enveloped, with no session (2026-07-28 has none)."""
         return Caller(declared=self.declared, envelope=Envelope(server_info=self.server_info))
@@ -56,8 +61,8 @@ class ModernClient:
             return actions
         out: list[Any] = []
         for action in actions:
-            if isinstance(action, ToClient) and b'"method"' not in action.data:
-                message = jsonrpc.parse(action.data)
+            message = jsonrpc.parse(action.data) if isinstance(action, ToClient) else {}
+            if "id" in message and "method" not in message:  # an answer (its result may hold "method")
                 method = self._calls.pop(id_key(message.get("id")), None)
                 result = message.get("result")
                 if method is not None and isinstance(result, dict):
