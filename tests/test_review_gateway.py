@@ -150,8 +150,8 @@ async def test_server_requests_the_server_cancels_leave_nothing_behind_in_the_ga
 @pytest.mark.anyio
 async def test_cancelled_2026_calls_leave_nothing_behind_in_the_gateway() -> None:
     """The 2026 client's calls (``ModernClient._calls``) get an entry per request a server answers,
-    removed only when the answer passes: every cancelled call (every POST a 2026 HTTP client closes or that times out, on the
-    one shared 2026 session) stays in it for the life of the gateway."""
+    removed only when the answer passes: every cancelled call (every POST a 2026 HTTP client closes or
+    that times out, on the one shared 2026 session) stays in it for the life of the gateway."""
     with anyio.fail_after(TIMEOUT):
         core, link, out = await _link()
         try:
