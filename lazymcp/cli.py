@@ -260,7 +260,7 @@ def _catalog_tools(path: str | None) -> list[Any]:
     return sample_tools() if path is None else load_tools(path)
 
 
-def _can_listen(address: tuple[str, int] | None) -> None:
+def can_listen(address: tuple[str, int] | None) -> None:
     """Fail with one line, before anything starts, when ``--http``'s address cannot be listened on.
 
     Raises:
@@ -281,7 +281,7 @@ def _can_listen(address: tuple[str, int] | None) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from lazymcp.serve import build_server, run
 
-    _can_listen(args.http)
+    can_listen(args.http)
     lazy = build_server(_catalog_tools(args.catalog), _options(args))
     source = f"catalog {args.catalog}" if args.catalog else "the built-in sample catalog"
     clients = f"clients on http://{args.http[0]}:{args.http[1]}/mcp" if args.http else "clients on stdio"
@@ -300,7 +300,7 @@ def _proxy(args: argparse.Namespace, command: list[str]) -> int:
     if bool(command) == bool(args.url):
         return _error("give the upstream as a command (lazymcp proxy [--] COMMAND ARGS...) or as --url URL, once")
     options = _options(args)
-    _can_listen(args.http)
+    can_listen(args.http)
     expect_proxy(command or args.url, args.http)
     try:
         return run_proxy(

@@ -92,3 +92,8 @@ class DropOldest(Generic[T]):
 def say(message: str) -> None:
     """Report on stderr, where the upstream's own stderr goes too."""
     print(f"lazymcp proxy: {message}", file=sys.stderr, flush=True)  # noqa: T201
+
+
+def say_gateway(message: str) -> None:
+    """Report on stderr, where the servers' own stderr goes too."""
+    print(f"lazymcp gateway: {message}", file=sys.stderr, flush=True)  # noqa: T201

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from lazymcp import jsonrpc
 from lazymcp.errors import ErrorCode, UpstreamError
 from lazymcp.gateway.link import Action, Fail, Save, Say, Send, Start, Stop, ToClient
-from lazymcp.limits import EXPIRE_EVERY, Limits, say
+from lazymcp.limits import EXPIRE_EVERY, Limits, say, say_gateway
 from lazymcp.notices import proxy_catalog_in
 from lazymcp.options import Options
 from lazymcp.upstream import LineSink, Upstream
@@ -58,6 +58,8 @@ class Link:
         connect: Callable[[ServerEntry], Upstream] = upstream_of,
     ) -> None:
         self.core = core
+        self.say = say if core.transparent else say_gateway
+        """Reports on stderr, named after what runs: the proxy, or the gateway."""
         self.to_client = to_client
         self.store = store
         self.connect = connect
@@ -91,7 +93,7 @@ class Link:
         try:
             actions = self.core.from_client(line, self.loop.time(), message)
         except Exception as exc:  # a bug must cost one request, never the session
-            say(f"internal error on a client message: {exc!r}")
+            self.say(f"internal error on a client message: {exc!r}")
             actions: list[Action] = [
                 ToClient(jsonrpc.error_line(id_of(line), ErrorCode.INTERNAL_ERROR, "Internal error"))
             ]
@@ -103,7 +105,7 @@ class Link:
         try:
             actions = self.core.from_server(server, line, self.loop.time())
         except Exception as exc:
-            say(f"internal error on a message of server {server!r}: {exc!r}")
+            self.say(f"internal error on a message of server {server!r}: {exc!r}")
             return
         catalog = self.core.upstream_catalog
         if catalog is not None:
@@ -123,7 +125,7 @@ class Link:
             return
         self.failure = reason
         self._carry_out(self.core.interrupt(reason, self.loop.time()))
-        say(reason)
+        self.say(reason)
         self.done.set_result(1)
 
     def interrupt(self, reason: str, status: int) -> None:
@@ -150,10 +152,10 @@ class Link:
             elif isinstance(action, Start):
                 self._spawn(action.server)
             elif isinstance(action, Stop):
-                say(action.reason)
+                self.say(action.reason)
                 self._stop(action.server)
             elif isinstance(action, Say):
-                say(action.text)
+                self.say(action.text)
             elif isinstance(action, Save):
                 self._save(action)
             elif isinstance(action, Fail):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -230,7 +232,7 @@ class Link:
         try:
             self.store.save(entry.identity(), action.tools, action.version, action.lists)
         except OSError as exc:
-            say(f"cannot write the manifest of server {action.server!r}: {exc.strerror or exc}")
+            self.say(f"cannot write the manifest of server {action.server!r}: {exc.strerror or exc}")
 
     def _settle(self) -> None:
         if self._draining is None or self.done.done():

@@ -78,7 +78,7 @@ class HttpSession:
 
     def _dropping(self) -> None:
         size = self.limits.event_buffer
-        say(f"a session's event stream is not being read: past {size} messages the oldest are dropped")
+        self.link.say(f"a session's event stream is not being read: past {size} messages the oldest are dropped")
 
     def _to_client(self, line: bytes) -> None:
         message = jsonrpc.parse(line)
@@ -295,7 +295,7 @@ class HttpFront:
             waiter = side.waiting.pop(jsonrpc.id_key(cancelled), None)  # the id is free again
             if waiter is not None and not waiter.done():  # the POST still waiting gets its end
                 waiter.set_result(jsonrpc.error_message(cancelled, ErrorCode.REQUEST_CANCELLED, "Request cancelled"))
-        side.link.from_client(body, message)
+        side.link.from_client(one_line(body, message), message)
         return Response(status_code=202)
 
     async def _request(
@@ -313,7 +313,7 @@ class HttpFront:
                 message["params"] = {**params, "_meta": {**meta, "progressToken": f"{key}"}}
             line = jsonrpc.encode(message)
         else:
-            key, line = original, body
+            key, line = original, one_line(body, message)
             if jsonrpc.id_key(key) in side.waiting:
                 return error_response(
                     original, 409, "Invalid request: this id is already in use by a request in flight"
@@ -342,6 +342,11 @@ class HttpFront:
         else:
             answer = {**waiter.result(), "id": original} if side.remap_ids else waiter.result()
         return Response(jsonrpc.encode(answer), media_type="application/json", headers=headers)
+
+
+def one_line(body: bytes, message: jsonrpc.Message) -> bytes:
+    """The body as one line for a stdio server: as it came, unless it spans lines (pretty-printed JSON)."""
+    return jsonrpc.encode(message) if b"\n" in body or b"\r" in body else body
 
 
 def _invalid(message: jsonrpc.Message) -> str | None:

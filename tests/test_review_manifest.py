@@ -77,9 +77,9 @@ async def test_a_resource_list_the_server_said_changed_is_not_served_from_the_ma
 
 @pytest.mark.anyio
 async def test_a_manifest_refreshed_past_its_ttl_does_not_restamp_old_lists_as_fresh(tmp_path: Path) -> None:
-    """A manifest past its TTL starts its server at launch, and the new tool list is saved with the
-    lists of the old manifest under a new ``fetched`` time: lists never asked again are fresh for
-    another TTL, and the next gateway serves them without starting the server."""
+    """A manifest past its TTL starts its server at launch, and the new tool list is saved; lists past
+    the TTL must not be saved with it as if fetched again (each list keeps its own fetch time), so the
+    next gateway asks the server for them."""
     store, cache = tmp_path / "resources.json", tmp_path / "cache"
     store.write_text(json.dumps(["memo://one"]))
     config = config_of(tmp_path, s=lists_server(store))
@@ -92,7 +92,8 @@ async def test_a_manifest_refreshed_past_its_ttl_does_not_restamp_old_lists_as_f
         store.write_text(json.dumps(["memo://one", "memo://two"]))  # changed while no gateway ran
         (path,) = manifests(cache)
         old = json.loads(path.read_text())
-        path.write_text(json.dumps({**old, "fetched": 0.0}))  # past any TTL
+        aged = {method: {**listed, "fetched": 0.0} for method, listed in old["lists"].items()}
+        path.write_text(json.dumps({**old, "fetched": 0.0, "lists": aged}))  # tools and lists past any TTL
         async with gateway(config, cache) as peer:  # the stale manifest's server starts; only tools are used
             await start(peer)
             while json.loads(path.read_text())["fetched"] == 0.0:  # noqa: ASYNC110 (a file, not an event)

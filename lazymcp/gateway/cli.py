@@ -74,7 +74,7 @@ def add_access_options(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, options: Options) -> int:
     """Run the gateway as the flags say; returns the exit status."""
-    from lazymcp.cli import limits_of
+    from lazymcp.cli import can_listen, limits_of
     from lazymcp.gateway.run import run_gateway
 
     mode = args.gateway_mode
@@ -82,6 +82,7 @@ def run(args: argparse.Namespace, options: Options) -> int:
         mode = options.mode
     if mode not in (None, "auto"):
         options = replace(options, mode=cast(Mode, mode))
+    can_listen(args.http)
     try:
         return run_gateway(
             args.config,

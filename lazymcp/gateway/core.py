@@ -249,6 +249,10 @@ class Gateway:
         request_id: RequestId = message["id"]
         method: str = message["method"]
         params = message.get("params")
+        if self._client is None and self.wait_for_client and method not in ("initialize", "ping"):
+            # Its servers wait for the client's handshake: so would this request, with no end.
+            text = "Invalid request: send initialize first"
+            return [ToClient(jsonrpc.error_line(request_id, ErrorCode.INVALID_REQUEST, text))]
         if method == "initialize":
             result = self._initialize(cast(dict[str, Any], params or {}))
             actions: list[Action] = [ToClient(jsonrpc.result_line(request_id, result))]

@@ -7,7 +7,6 @@ each session a ``lazymcp.link.Link`` over a ``Gateway`` core: one code path for 
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -20,17 +19,13 @@ from lazymcp.gateway.merged import DEFAULT_BUDGET
 from lazymcp.gateway.namespace import check_separator, check_server_name
 from lazymcp.gateway.passthrough import LISTS
 from lazymcp.limits import EXPIRE_EVERY, Limits
+from lazymcp.limits import say_gateway as say
 from lazymcp.link import Link, sdk_serializer
 from lazymcp.notices import LOGGER
 from lazymcp.options import Options
 
 if TYPE_CHECKING:
     from lazymcp.auth import Access
-
-
-def say(message: str) -> None:
-    """Report on stderr, where the servers' own stderr goes too."""
-    print(f"lazymcp gateway: {message}", file=sys.stderr, flush=True)  # noqa: T201
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +126,9 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def start_line(gateway: Gateway, source: str, where: str, eager: bool) -> str:
+def start_line(
+    gateway: Gateway, source: str, http: tuple[str, int] | None, eager: bool, access: Access | None = None
+) -> str:
     """What is running: the servers, what is known of them without starting them, the mode, the clients."""
     from lazymcp.version import __version__
 
@@ -139,11 +136,16 @@ def start_line(gateway: Gateway, source: str, where: str, eager: bool) -> str:
     starting = len(gateway.links) if eager else len(gateway.links) - len(listed) + len(gateway.stale)
     mode = gateway.catalog.options.mode
     chosen = f"auto ({mode} for these tools)" if gateway.mode == "auto" else mode
-    return (
-        f"lazymcp gateway {__version__}: {plural(len(gateway.links), 'server')} of {source} ({len(listed)} listed from"
-        f" manifests, {starting} started now, the rest on first use), {len(gateway.catalog.tools)} tools known,"
-        f" mode {chosen}, clients on {where}"
-    )
+    servers = f"{plural(len(gateway.links), 'server')} of {source} ({len(listed)} listed from manifests"
+    if http is None:
+        servers += f", {starting} started now, the rest on first use)"
+        clients = "clients on stdio"
+    else:  # each session runs its own servers
+        servers += f"; each client session starts {starting} at once, the rest on first use)"
+        host = f"[{http[0]}]" if ":" in http[0] else http[0]
+        clients = f"clients on http://{host}:{http[1]}/mcp ({access.describe() if access else 'no authentication'})"
+    tools = f"{len(gateway.catalog.tools)} tools known"
+    return f"lazymcp gateway {__version__}: {servers}, {tools}, mode {chosen}, {clients}"
 
 
 def run_gateway(
@@ -171,10 +173,7 @@ def run_gateway(
         return asyncio.run(refresh(launch))
     store = ManifestStore(cache_dir())
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
-    where = f"http://{http[0]}:{http[1]}/mcp" if http else "stdio"
-    if access is not None:
-        where = f"{where} ({access.describe()})"
-    LOGGER.info(start_line(first, config.source, where, launch.eager))
+    LOGGER.info(start_line(first, config.source, http, launch.eager, access))
     if http is not None:
         from lazymcp.proxy_http import HttpFront, serve_front
 
