@@ -72,6 +72,8 @@ class HttpSession:
         self.events: DropOldest[bytes] = DropOldest(limits.event_buffer, self._dropping)
         self.listens: dict[object, DropOldest[bytes]] = {}
         self.last_seen = asyncio.get_running_loop().time()
+        self.principal: object = None
+        """Who opened it (an OAuth token's client, issuer and subject); only they may use it."""
         self.streams = 0
         """Event streams open on this session (GET, listen): a session with one is busy."""
         self._ids = itertools.count(1)
@@ -137,7 +139,8 @@ class HttpFront:
         self.limits = limits
         self.guard = Guard(host, allow_hosts, allow_origins)
         self.sessions: dict[str, HttpSession] = {}
-        self.modern: HttpSession | None = None
+        self.moderns: dict[object, HttpSession] = {}
+        """2026-07-28 requests' sessions: one per principal (one in all without OAuth)."""
         self._modern_lock = asyncio.Lock()
         self._closing: set[asyncio.Task[None]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -160,9 +163,9 @@ class HttpFront:
         return Starlette(routes=[endpoint, *self.access.routes(), *routes], lifespan=lifespan)
 
     async def close(self) -> None:
-        sides = [*self.sessions.values(), *([self.modern] if self.modern else [])]
+        sides = [*self.sessions.values(), *self.moderns.values()]
         self.sessions.clear()
-        self.modern = None
+        self.moderns.clear()
         await asyncio.gather(*(side.close(f"the {self.name} is shutting down") for side in sides))
         others = self._closing - {asyncio.current_task()}
         if others:
@@ -183,7 +186,7 @@ class HttpFront:
     def _make_room(self) -> bool:
         """At the cap, end the least recently used 2025 session with nothing in flight (its client, if
         it comes back, gets 404 and starts a new one, as MCP clients do); False when every session is busy."""
-        if len(self.sessions) + (self.modern is not None) < self.limits.max_sessions:
+        if len(self.sessions) + len(self.moderns) < self.limits.max_sessions:
             return True
         idle = [(side.last_seen, key) for key, side in self.sessions.items() if not side.waiting and not side.streams]
         if not idle:
@@ -217,8 +220,9 @@ class HttpFront:
         for session_id, known in list(self.sessions.items()):
             if known is side:
                 del self.sessions[session_id]
-        if self.modern is side:
-            self.modern = None
+        for principal, known in list(self.moderns.items()):
+            if known is side:
+                del self.moderns[principal]
         self._reap_later(side, side.link.failure or "the session ended")
 
     async def endpoint(self, request: Request) -> Response:
@@ -229,7 +233,7 @@ class HttpFront:
         if request.method == "POST":
             return refuse_non_json(request) or await self._post(request)
         side = self.sessions.get(request.headers.get(SESSION_HEADER, ""))
-        if side is None:
+        if side is None or side.principal != principal_of(request):
             return Response("Unknown or missing session", status_code=404 if request.method == "DELETE" else 405)
         if request.method == "DELETE":
             del self.sessions[request.headers[SESSION_HEADER]]
@@ -264,23 +268,28 @@ class HttpFront:
         method = message.get("method")
         modern = request.headers.get(PROTOCOL_HEADER) in MODERN_VERSIONS
         headers: dict[str, str] = {}
+        principal = principal_of(request)
         if modern:
             async with self._modern_lock:
-                if self.modern is None or self.modern.link.done.done():
+                side = self.moderns.get(principal)
+                if side is None or side.link.done.done():
                     opened = await self._open(remap_ids=True)
                     if isinstance(opened, Response):
                         return opened
-                    self.modern = opened
-            side = self.modern
+                    side = self.moderns[principal] = opened
+                    side.principal = principal
         elif method == "initialize":
             opened = await self._open(remap_ids=False)
             if isinstance(opened, Response):
                 return opened
             side = new_session(self.sessions, opened, headers)
+            side.principal = principal
         else:
             found = session_of(self.sessions, request, message)
             if isinstance(found, Response):
                 return found
+            if found.principal != principal:  # another principal's session: as if there were none
+                return error_response(message.get("id"), 404, "Session not found: initialize first")
             side = found
         side.last_seen = asyncio.get_running_loop().time()
         if method is None or "id" not in message:  # a notification, or the client's answer to the server
@@ -342,6 +351,18 @@ class HttpFront:
         else:
             answer = {**waiter.result(), "id": original} if side.remap_ids else waiter.result()
         return Response(jsonrpc.encode(answer), media_type="application/json", headers=headers)
+
+
+def principal_of(request: Request) -> object:
+    """Who a request comes from, when its front authenticates principals (OAuth): the token's client,
+    issuer and subject; None otherwise (everyone is one principal)."""
+    user = request.scope.get("user")
+    token = getattr(user, "access_token", None)
+    if token is None:
+        return None
+    from mcp.server.auth.provider import principal_components
+
+    return principal_components(token)
 
 
 def one_line(body: bytes, message: jsonrpc.Message) -> bytes:
