@@ -176,23 +176,35 @@ class HttpFront:
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
+    def _tables(self) -> tuple[dict[Any, HttpSession], dict[Any, HttpSession]]:
+        """The 2025 sessions (by ``Mcp-Session-Id``) and the 2026 ones (by principal)."""
+        return cast(dict[Any, HttpSession], self.sessions), self.moderns
+
     async def _reap_idle(self) -> None:
         now = asyncio.get_running_loop().time()
-        for session_id, side in list(self.sessions.items()):
-            if now - side.last_seen > IDLE_SECONDS and session_id in self.sessions:
-                del self.sessions[session_id]
-                self._reap_later(side, "the session was idle too long")
+        for table in self._tables():
+            for key, side in list(table.items()):
+                if now - side.last_seen > IDLE_SECONDS and not side.waiting and not side.streams:
+                    del table[key]
+                    self._reap_later(side, "the session was idle too long")
 
     def _make_room(self) -> bool:
-        """At the cap, end the least recently used 2025 session with nothing in flight (its client, if
-        it comes back, gets 404 and starts a new one, as MCP clients do); False when every session is busy."""
+        """At the cap, end the least recently used session with nothing in flight (a 2025 client, if it
+        comes back, gets 404 and starts a new one, as MCP clients do; a 2026 one gets a new one at its
+        next request); False when every session is busy."""
         if len(self.sessions) + len(self.moderns) < self.limits.max_sessions:
             return True
-        idle = [(side.last_seen, key) for key, side in self.sessions.items() if not side.waiting and not side.streams]
+        idle = [
+            (side.last_seen, number, key)
+            for number, table in enumerate(self._tables())
+            for key, side in table.items()
+            if not side.waiting and not side.streams
+        ]
         if not idle:
             return False
-        _, oldest = min(idle)
-        self._reap_later(self.sessions.pop(oldest), f"the {self.name} needed its place for a new session")
+        _, number, oldest = min(idle, key=lambda found: found[0])
+        table = self._tables()[number]
+        self._reap_later(table.pop(oldest), f"the {self.name} needed its place for a new session")
         return True
 
     async def _open(self, *, remap_ids: bool) -> HttpSession | Response:
