@@ -121,8 +121,6 @@ def access_of(args: argparse.Namespace, *, required: bool = True) -> Access | No
         ConfigError: conflicting flags, a non-loopback address without authentication, an issuer that
             cannot be read.
     """
-    from lazymcp.auth import access_from
-
     if args.http is None:
         return None
     host, port = args.http
@@ -130,6 +128,8 @@ def access_of(args: argparse.Namespace, *, required: bool = True) -> Access | No
     given = token or args.oauth_issuer or args.oauth_resource or args.oauth_scope or args.oauth_introspection
     if not required and not given:
         return None
+    from lazymcp.auth import access_from  # loads the SDK: only for a front that checks who comes in
+
     return access_from(
         token,
         args.oauth_issuer,
