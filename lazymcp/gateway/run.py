@@ -144,7 +144,7 @@ def start_line(
         servers += f"; each client session starts {starting} at once, the rest on first use)"
         host = f"[{http[0]}]" if ":" in http[0] else http[0]
         clients = f"clients on http://{host}:{http[1]}/mcp ({access.describe() if access else 'no authentication'})"
-    tools = f"{len(gateway.catalog.tools)} tools known"
+    tools = f"{len(gateway.catalog)} tools known"
     return f"lazymcp gateway {__version__}: {servers}, {tools}, mode {chosen}, {clients}"
 
 
