@@ -21,9 +21,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 import orjson
-from jsonschema.protocols import Validator
 
-from lazymcp.arguments import compile_validator
+from lazymcp.arguments import Check, compile_validator
 from lazymcp.errors import CatalogError, InvalidParams
 from lazymcp.messages import (
     DESCRIBE_TOOLS,
@@ -216,7 +215,7 @@ class Catalog:
     origin: str | None = None
     """The server's name: the derived category of a tool whose name has no prefix."""
     _listings: dict[tuple[Shape, Detail], list[Any]] = field(default_factory=lambda: {}, repr=False)
-    _validators: dict[str, Validator | None] = field(default_factory=lambda: {}, repr=False)
+    _validators: dict[str, Check | None] = field(default_factory=lambda: {}, repr=False)
     _derived: dict[str, Any] = field(default_factory=lambda: {}, repr=False)
     _recent: dict[str, Tool] = field(default_factory=lambda: {}, repr=False)
 
@@ -399,8 +398,8 @@ class Catalog:
             raise InvalidParams("cursor", "malformed", "Invalid cursor: past the end of the tool list")
         return start
 
-    def validator(self, name: str) -> Validator | None:
-        """The compiled argument validator of tool ``name`` (None when it cannot be checked)."""
+    def validator(self, name: str) -> Check | None:
+        """The compiled argument check of tool ``name`` (None when it cannot be checked)."""
         if name not in self._validators:
             tool = self.get(name)
             if tool is None:

@@ -6,10 +6,14 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lazymcp.arguments import check_arguments, compile_validator
 from lazymcp.catalog import Catalog
 from lazymcp.modes import check_call
+
+from .conftest import shared_catalog
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 DRAFT_06 = "http://json-schema.org/draft-06/schema#"
@@ -313,3 +317,55 @@ def test_the_violations_listed_are_capped_and_the_rest_counted() -> None:
     assert text.splitlines()[0] == "Invalid arguments for tool 't' (25 problems):"
     assert sum(line.startswith("- at /k") for line in text.splitlines()) == 10
     assert "- ... and 15 more" in text.splitlines()
+
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner, max_size=2),
+    max_leaves=4,
+)
+_KINDS = st.sampled_from(["string", "integer", "number", "boolean", "null"])
+
+
+@st.composite
+def _plain_schemas(draw: st.DrawFn) -> dict[str, Any]:
+    names = draw(st.lists(st.sampled_from("abcd"), unique=True, max_size=4))
+    properties = {
+        name: {"type": draw(_KINDS | st.lists(_KINDS, min_size=1, max_size=2, unique=True)), "description": "d"}
+        for name in names
+    }
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    schema["required"] = draw(st.lists(st.sampled_from(names), unique=True)) if names else []
+    extra = draw(st.sampled_from([None, True, False]))
+    if extra is not None:
+        schema["additionalProperties"] = extra
+    return schema
+
+
+@settings(max_examples=400, deadline=None)
+@given(schema=_plain_schemas(), arguments=st.dictionaries(st.sampled_from("abcde"), _VALUES, max_size=5))
+def test_a_plain_schema_vouches_only_for_arguments_its_validator_accepts(
+    schema: dict[str, Any], arguments: dict[str, Any]
+) -> None:
+    check = compile_validator(schema)
+    assert check is not None and check.plain is not None
+    if check.plain.fits(arguments):
+        assert check.validator.is_valid(arguments)
+    else:  # what it does not vouch for is still judged: the result is the validator's
+        assert (check_arguments("t", check, arguments) is None) == check.validator.is_valid(arguments)
+
+
+def test_the_real_catalogs_plain_schemas_agree_with_their_validators() -> None:
+    """The 954 captured tools: a plain schema's verdict on arguments made from it is the validator's."""
+    tools = shared_catalog("combined")
+    plain = 0
+    for tool in tools:
+        check = compile_validator(tool.get("inputSchema"))
+        if check is None or check.plain is None:
+            continue
+        plain += 1
+        sample = dict.fromkeys(check.plain.types, "x")
+        for arguments in ({}, sample, {**sample, "zz": 1}):
+            if check.plain.fits(arguments):
+                assert check.validator.is_valid(arguments), tool["name"]
+    assert plain > len(tools) // 4  # a third of real schemas are plain: their calls skip the validator
