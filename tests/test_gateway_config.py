@@ -114,25 +114,29 @@ def test_a_manifest_round_trips_and_a_broken_one_counts_as_absent(tmp_path: Path
     assert store.load(identity) is None
 
 
+def initialized(gateway: Gateway, capabilities: dict[str, Any] | None = None) -> list[Any]:
+    """The client's handshake with ``gateway``; what it answers and starts."""
+    hello = {"protocolVersion": "2025-11-25", "capabilities": capabilities or {}, "clientInfo": {"name": "c"}}
+    return gateway.from_client(request_line(0, "initialize", hello), 0.0)
+
+
 def test_the_gateway_lists_from_manifests_without_starting_any_server() -> None:
     config = parse_config({"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}}})
     tool = {"name": "echo", "description": "Echo it.", "inputSchema": {"type": "object"}}
     manifests = {name: Manifest((tool,), 0.0) for name in ("a", "b")}
     gateway = Gateway(config.servers, manifests=manifests, mode="describe")
     assert gateway.launch() == []
+    early = gateway.from_client(request_line(1, "tools/list"), 0.0)  # before initialize: refused at once
+    assert [parse(action.data)["error"]["code"] for action in early if isinstance(action, ToClient)] == [-32600]
+    [answer] = initialized(gateway, {"sampling": {}})
+    assert isinstance(answer, ToClient)
     listing = gateway.from_client(request_line(1, "tools/list", {"lazy": False}), 0.0)
     assert len(listing) == 1 and isinstance(listing[0], ToClient)
     assert [t["name"] for t in parse(listing[0].data)["result"]["tools"]] == ["a__echo", "b__echo"]
     call = gateway.from_client(request_line(2, "tools/call", {"name": "b__echo", "arguments": {}}), 0.0)
     assert call == [Start("b")]
-    assert gateway.started("b", 0.0) == []  # its handshake waits for the client's capabilities
-    hello: dict[str, Any] = {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"sampling": {}},
-        "clientInfo": {"name": "c"},
-    }
-    answer, handshake = gateway.from_client(request_line(0, "initialize", hello), 0.0)
-    assert isinstance(answer, ToClient) and isinstance(handshake, Send) and handshake.server == "b"
+    [handshake] = gateway.started("b", 0.0)  # its handshake passes on the client's capabilities
+    assert isinstance(handshake, Send) and handshake.server == "b"
     assert parse(handshake.data)["params"]["capabilities"] == {"sampling": {}}
 
 
@@ -153,6 +157,7 @@ def test_a_failed_server_is_refused_during_its_backoff_and_started_again_after()
     config = parse_config({"mcpServers": {"a": {"command": "x"}}})
     tool = {"name": "echo", "inputSchema": {"type": "object"}}
     gateway = Gateway(config.servers, manifests={"a": Manifest((tool,), 0.0)}, mode="describe")
+    initialized(gateway)
     call = request_line(1, "tools/call", {"name": "a__echo", "arguments": {}})
     assert gateway.from_client(call, 0.0) == [Start("a")]
     failed = gateway.start_failed("a", "cannot start it", 0.0)
@@ -174,6 +179,7 @@ def test_auto_mode_lists_stubs_within_the_budget_and_the_proxy_surface_beyond() 
 
     def listed(budget: int) -> list[str]:
         gateway = Gateway(config.servers, manifests=manifests, mode="auto", budget=budget)
+        initialized(gateway)
         answer = gateway.from_client(request_line(1, "tools/list"), 0.0)[0]
         assert isinstance(answer, ToClient)
         return [tool["name"] for tool in parse(answer.data)["result"]["tools"]]
