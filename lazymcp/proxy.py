@@ -24,17 +24,15 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lazymcp.limits import FLUSH_GRACE, Limits
+from lazymcp.limits import FLUSH_GRACE, READ_SIZE, Limits
 from lazymcp.link import Link, proxy_core
 from lazymcp.options import Options
-from lazymcp.upstream import Lines
+from lazymcp.upstream import Lines, small_reads
 
 if TYPE_CHECKING:
     from lazymcp.auth import Access
     from lazymcp.gateway.core import Gateway
     from lazymcp.gateway.manifest import ManifestStore
-
-READ_CHUNK = 1 << 16
 
 
 class _Out(asyncio.Protocol):
@@ -99,6 +97,7 @@ class ClientStdio:
             self._reader = asyncio.ensure_future(self._read_blocking(lines))
             return
         self._in, _ = await loop.connect_read_pipe(lambda: lines, self.stdin)
+        small_reads(self._in)
 
     async def _read_blocking(self, lines: Lines) -> None:
         loop = asyncio.get_running_loop()
@@ -106,7 +105,7 @@ class ClientStdio:
         while True:
             await self._resume.wait()
             try:
-                chunk = await loop.run_in_executor(None, os.read, fd, READ_CHUNK)
+                chunk = await loop.run_in_executor(None, os.read, fd, READ_SIZE)
             except OSError:
                 chunk = b""
             if not chunk:

@@ -22,7 +22,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from lazymcp import jsonrpc
 from lazymcp.errors import UpstreamError
-from lazymcp.limits import OUTBOX, SHUTDOWN_GRACE
+from lazymcp.limits import OUTBOX, READ_SIZE, SHUTDOWN_GRACE
 
 LineSink = Callable[[bytes], None]
 Pressure = Callable[[bool], None]
@@ -44,6 +44,13 @@ class Upstream(Protocol):
     on_pressure: Pressure
 
     async def stop(self) -> None: ...
+
+
+def small_reads(transport: object) -> None:
+    """Read at most ``READ_SIZE`` bytes at a time from an asyncio pipe transport (its ``max_size``,
+    256 KiB by default; a transport without one is left as it is)."""
+    if hasattr(transport, "max_size"):
+        transport.max_size = READ_SIZE  # pyright: ignore[reportAttributeAccessIssue]
 
 
 class Lines(asyncio.Protocol):
@@ -164,6 +171,7 @@ class ProcessUpstream:
             raise UpstreamError(f"cannot start the upstream server {self.command[0]!r}: {reason}") from None
         self._transport, self._protocol = transport, protocol
         self._stdin = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))
+        small_reads(transport.get_pipe_transport(1))
 
     def send(self, line: bytes) -> None:
         if self._stdin is not None and not self._stdin.is_closing():
