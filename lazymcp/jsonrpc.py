@@ -34,6 +34,17 @@ def parse(line: bytes) -> Message:
     return message  # pyright: ignore[reportUnknownVariableType]
 
 
+def parse_or_refuse(line: bytes, message: Message | None = None) -> Message | bytes:
+    """``line`` as a message (``message``, when the caller parsed it already), or the error line that
+    answers a line that is not JSON-RPC."""
+    if message is not None:
+        return message
+    try:
+        return parse(line)
+    except NotJSONRPC:
+        return error_line(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message")
+
+
 def encode(message: Message) -> bytes:
     """One message as a line (no newline)."""
     return orjson.dumps(message)

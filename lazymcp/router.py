@@ -176,12 +176,10 @@ class Router:
 
     def from_client(self, line: bytes, now: float, message: Message | None = None) -> list[Action]:
         """Decide what to do with one line from the client (``message``: the line, when already parsed)."""
-        if message is None:
-            try:
-                message = jsonrpc.parse(line)
-            except NotJSONRPC:
-                error = jsonrpc.error_line(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message")
-                return [ToClient(error)]
+        parsed = jsonrpc.parse_or_refuse(line, message)
+        if isinstance(parsed, bytes):
+            return [ToClient(parsed)]
+        message = parsed
         method = message.get("method")
         if "method" not in message:  # the client's answer to a server-initiated request
             self._waits.client_answered(message.get("id"), now)

@@ -49,7 +49,7 @@ from lazymcp.gateway.modern import ModernClient
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
-from lazymcp.jsonrpc import Message, NotJSONRPC, RequestId, id_key
+from lazymcp.jsonrpc import Message, RequestId, id_key
 from lazymcp.limits import CLIENT_TIMEOUT
 from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DESCRIBE_TOOLS
 from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
@@ -222,12 +222,10 @@ class Gateway:
                 link.queued.append(line)  # the server is being started
                 return []
             return self._relay(link, link.router.from_client(line, now, message), now)
-        if message is None:
-            try:
-                message = jsonrpc.parse(line)
-            except NotJSONRPC:
-                error = jsonrpc.error_line(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message")
-                return [ToClient(error)]
+        parsed = jsonrpc.parse_or_refuse(line, message)
+        if isinstance(parsed, bytes):
+            return [ToClient(parsed)]
+        message = parsed
         method = message.get("method")
         if "method" not in message:
             return self._client_answer(message, now)
