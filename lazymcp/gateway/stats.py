@@ -1,5 +1,6 @@
 """``lazymcp stats --config FILE``: per server and in total, what the user's own servers' tools cost a
-model in full, one lazy proxy per server, and behind one gateway.
+model in full, one lazy proxy per server, and behind one gateway: in what the model sees (each tool's
+name, description and input schema, as clients put them in the prompt), and on the wire.
 
 Tool lists come from the manifests; a server without one is started once to make it.
 """
@@ -14,33 +15,35 @@ from lazymcp.gateway.run import Launch, build_gateway, refresh
 from lazymcp.methods import Caller, list_tools
 from lazymcp.options import Options
 from lazymcp.stats import computed_listings
-from lazymcp.tokens import Size
+from lazymcp.tokens import ListingSize
 
 
 @dataclass(frozen=True, slots=True)
 class ServerCost:
     server: str
     tools: int
-    full: int
-    """Tokens of its full ``tools/list``."""
-    alone: int
-    """Tokens of a stock client's listing from ``lazymcp proxy`` in front of it alone."""
+    full: ListingSize
+    """Its full ``tools/list``."""
+    alone: ListingSize
+    """A stock client's listing from ``lazymcp proxy`` in front of it alone."""
 
 
 @dataclass(frozen=True, slots=True)
 class ConfigCost:
     servers: list[ServerCost]
-    gateway: int
-    """Tokens of a stock client's listing from the gateway over all of them."""
+    gateway: ListingSize
+    """A stock client's listing from the gateway over all of them."""
     mode: str
 
-    @property
-    def full(self) -> int:
-        return sum(server.full for server in self.servers)
+    def full(self, wire: bool = False) -> int:
+        return sum(tokens(server.full, wire) for server in self.servers)
 
-    @property
-    def alone(self) -> int:
-        return sum(server.alone for server in self.servers)
+    def alone(self, wire: bool = False) -> int:
+        return sum(tokens(server.alone, wire) for server in self.servers)
+
+
+def tokens(size: ListingSize, wire: bool = False) -> int:
+    return size.wire.tokens if wire else size.visible.tokens
 
 
 def measure(launch: Launch) -> ConfigCost:
@@ -53,24 +56,32 @@ def measure(launch: Launch) -> ConfigCost:
     for name, link in gateway.links.items():
         tools = list(link.tools or ())
         alone = computed_listings(tools, Options())["stock"]
-        servers.append(ServerCost(name, len(tools), Size.of(tools).tokens, Size.of(alone).tokens))
+        servers.append(ServerCost(name, len(tools), ListingSize.of(tools), ListingSize.of(alone)))
     listing = list_tools(gateway.catalog, {}, Caller()).result["tools"]
-    return ConfigCost(servers, Size.of(listing).tokens, gateway.catalog.options.mode)
+    return ConfigCost(servers, ListingSize.of(listing), gateway.catalog.options.mode)
 
 
 def render(cost: ConfigCost) -> str:
-    """The costs as a plain-text table."""
+    """The costs as a plain-text table: what the model sees, then the wire's totals."""
 
-    def share(tokens: int) -> str:
-        return f"{100 * tokens / cost.full:.1f}%" if cost.full else "-"
+    def share(part: int, whole: int) -> str:
+        return f"{100 * part / whole:.1f}%" if whole else "-"
 
     head = f"{'server':<24}{'tools':>7}{'full':>10}{'lazy alone':>12}{'of full':>9}"
     lines = [head]
     for s in cost.servers:
-        of_full = f"{100 * s.alone / s.full:.1f}%" if s.full else "-"
-        lines.append(f"{s.server:<24}{s.tools:>7}{s.full:>10,}{s.alone:>12,}{of_full:>9}")
-    tools = sum(s.tools for s in cost.servers)
-    lines.append(f"{'total, one proxy each':<24}{tools:>7}{cost.full:>10,}{cost.alone:>12,}{share(cost.alone):>9}")
-    lines.append(f"{'total, one gateway':<24}{tools:>7}{cost.full:>10,}{cost.gateway:>12,}{share(cost.gateway):>9}")
-    lines += ["", f"tokens: cl100k_base; lazy: what a stock client lists; the gateway's mode: {cost.mode}"]
+        full, alone = tokens(s.full), tokens(s.alone)
+        lines.append(f"{s.server:<24}{s.tools:>7}{full:>10,}{alone:>12,}{share(alone, full):>9}")
+    count, full, gateway = sum(s.tools for s in cost.servers), cost.full(), tokens(cost.gateway)
+    lines.append(f"{'total, one proxy each':<24}{count:>7}{full:>10,}{cost.alone():>12,}{share(cost.alone(), full):>9}")
+    lines.append(f"{'total, one gateway':<24}{count:>7}{full:>10,}{gateway:>12,}{share(gateway, full):>9}")
+    wire_full, wire_gateway = cost.full(wire=True), tokens(cost.gateway, wire=True)
+    lines += [
+        "",
+        f"tokens (cl100k_base) of what the model sees: each tool's name, description and input schema;"
+        f" lazy: what a stock client lists; the gateway's mode: {cost.mode}",
+        f"on the wire: full {wire_full:,}, one proxy each {cost.alone(wire=True):,}, one gateway {wire_gateway:,}"
+        f" ({share(wire_gateway, wire_full)}: stock stubs keep title, annotations and outputSchema, which clients"
+        " do not put in the prompt)",
+    ]
     return "\n".join(lines)
