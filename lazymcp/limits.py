@@ -7,6 +7,7 @@ has a size, and what cannot be kept is dropped and counted, never queued without
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import sys
 from collections import deque
 from collections.abc import Callable
@@ -38,8 +39,14 @@ MAX_PAGES = 1000
 timeout) the listing fails with an error naming the upstream."""
 READ_SIZE = 64 * 1024
 """Bytes read from a pipe at once. asyncio reads 256 KiB, a buffer glibc maps afresh (and unmaps) on
-every read once its mmap threshold is the default 128 KiB: three system calls and page faults per
-message, some 40 us of a proxied call. Under the threshold, the buffer comes from the heap."""
+every read when that is above its mmap threshold: three system calls and page faults per message,
+some 40 us of a proxied call. Under the threshold, the buffer comes from the heap."""
+MMAP_THRESHOLD = 256 * 1024
+"""Bytes from which glibc's malloc gives a block a mapping of its own, returned to the system when the
+block is freed. Fixed (``fix_mmap_threshold``): glibc otherwise raises it to the size of each large
+block freed, so that after one full listing of a large catalog (1.8 MB at 954 tools) every later
+block of that size stays in the process's heap for good."""
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter number, in glibc's malloc.h
 FLUSH_GRACE = 5.0
 """Seconds given to write the last answers to a client at exit."""
 
@@ -91,6 +98,15 @@ class DropOldest(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+def fix_mmap_threshold() -> None:
+    """Fix glibc's mmap threshold at ``MMAP_THRESHOLD`` (a C library without ``mallopt``: nothing to do)."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 def say(message: str) -> None:

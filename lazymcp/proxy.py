@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lazymcp.limits import FLUSH_GRACE, READ_SIZE, Limits
+from lazymcp.limits import FLUSH_GRACE, READ_SIZE, Limits, fix_mmap_threshold
 from lazymcp.link import Link, proxy_core
 from lazymcp.options import Options
 from lazymcp.upstream import Lines, small_reads
@@ -169,6 +169,7 @@ async def run_stdio(
 ) -> int:
     """Serve the client on this process's stdio until its input ends and its requests are answered (0),
     the session fails (1), or a signal stops it (128 + the signal's number)."""
+    fix_mmap_threshold()
     loop = asyncio.get_running_loop()
     client = ClientStdio(stdin if stdin is not None else sys.stdin.buffer, stdout or sys.stdout.buffer)
     link = Link(core, client.write, store=store)

@@ -43,7 +43,7 @@ from lazymcp import jsonrpc
 from lazymcp.auth import Access, open_access
 from lazymcp.bridge import SUBSCRIPTION_ID_KEY
 from lazymcp.errors import ErrorCode
-from lazymcp.limits import DropOldest, Limits, say
+from lazymcp.limits import DropOldest, Limits, fix_mmap_threshold, say
 from lazymcp.link import Link, proxy_core
 from lazymcp.options import Options
 
@@ -547,6 +547,7 @@ def serve_front(front: HttpFront, http: tuple[str, int], routes: Sequence[BaseRo
     or SIGINT; the exit status."""
     import uvicorn
 
+    fix_mmap_threshold()
     host, port = http
     config = uvicorn.Config(front.app(routes), host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
 
