@@ -141,7 +141,7 @@ async def test_server_requests_the_server_cancels_leave_nothing_behind_in_the_ga
             for number in range(2, 42):
                 _send(link, tool_call(number, "h__ask", cancel=True))
                 await _answered(out, number)
-            left = len(core._asked) + len(core._asked_as)  # pyright: ignore[reportPrivateUsage]
+            left = len(core._asked)  # pyright: ignore[reportPrivateUsage]
         finally:
             await link.close()
     assert left == 0, f"{left} cancelled server requests are still mapped"

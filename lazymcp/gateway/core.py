@@ -41,6 +41,7 @@ from lazymcp import jsonrpc
 from lazymcp.bridge import CLIENT_INFO_KEY, LIST_CHANGED, Bridge, Serializer, is_modern, meta
 from lazymcp.catalog import Catalog
 from lazymcp.errors import ErrorCode, LazyMCPError
+from lazymcp.gateway.asked import Asked
 from lazymcp.gateway.config import ConfigError, ServerEntry
 from lazymcp.gateway.link import Action, Link, Save, Send, Start, Stop, ToClient
 from lazymcp.gateway.manifest import Manifest, entries_of
@@ -49,7 +50,7 @@ from lazymcp.gateway.modern import ModernClient
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
-from lazymcp.jsonrpc import Message, RequestId, id_key
+from lazymcp.jsonrpc import Message, RequestId
 from lazymcp.limits import CLIENT_TIMEOUT
 from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DESCRIBE_TOOLS
 from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
@@ -109,9 +110,7 @@ class Gateway:
     names: Namespace = field(init=False)
     _client: dict[str, Any] | None = None  # the client's initialize params
     _declared: bool = False
-    _asked: dict[str, tuple[str, RequestId]] = field(default_factory=lambda: {})  # gateway id -> server, its id
-    _asked_as: dict[tuple[str, tuple[str, object]], str] = field(default_factory=lambda: {})  # the reverse
-    _asked_count: int = 0
+    _asked: Asked = field(default_factory=Asked)  # servers' requests to the client, under gateway ids
     _waiting: list[Message] = field(default_factory=lambda: [])  # tools/* before the first lists
     _session: DynamicSession = field(default_factory=DynamicSession)
     passthrough: Passthrough = field(init=False)
@@ -335,7 +334,7 @@ class Gateway:
         return []  # notifications/initialized is the gateway's; the servers get their own
 
     def _client_answer(self, message: Message, now: float) -> list[Action]:
-        asked = self._settle_ask(str(message.get("id")))
+        asked = self._asked.settle(str(message.get("id")))
         if asked is None:
             return []
         server, original = asked
@@ -485,10 +484,7 @@ class Gateway:
             error = jsonrpc.error_line(message["id"], ErrorCode.METHOD_NOT_FOUND, f"Method not found: {refusal}")
             return [Send(link.entry.name, error)]
         if "id" in message:  # a request to the client: sampling, elicitation, roots, ping
-            self._asked_count += 1
-            gateway_id = f"lazymcp-gateway-{self._asked_count}"
-            self._asked[gateway_id] = (link.entry.name, message["id"])
-            self._asked_as[(link.entry.name, id_key(message["id"]))] = gateway_id
+            gateway_id = self._asked.ask(link.entry.name, message["id"])
             return [ToClient(jsonrpc.encode({**message, "id": gateway_id}))]
         if method == "notifications/tools/list_changed":
             return []  # the gateway announces its own, once its catalog is rebuilt
@@ -500,20 +496,12 @@ class Gateway:
             return [*saved, *self._modern.events(method)]
         return [*saved, ToClient(data)]
 
-    def _settle_ask(self, gateway_id: str) -> tuple[str, RequestId] | None:
-        """Forget a server's request to the client (answered, cancelled, or its server gone)."""
-        asked = self._asked.pop(gateway_id, None)
-        if asked is not None:
-            self._asked_as.pop((asked[0], id_key(asked[1])), None)
-        return asked
-
     def _server_cancelled(self, link: Link, message: Message) -> list[Action]:
         """A server gives up on its request to the client: the client hears it under the id it was given."""
         params = cast(dict[str, Any], message.get("params") or {})
-        gateway_id = self._asked_as.get((link.entry.name, id_key(params.get("requestId"))))
+        gateway_id = self._asked.cancelled(link.entry.name, params.get("requestId"))
         if gateway_id is None:
             return []  # not a request of its to the client: nothing to cancel there
-        self._settle_ask(gateway_id)
         return [ToClient(jsonrpc.notification_line("notifications/cancelled", {**params, "requestId": gateway_id}))]
 
     def _handshake(self, link: Link, message: Message, now: float) -> list[Action]:
@@ -566,8 +554,7 @@ class Gateway:
         link.queued = []
         router = link.router
         link.failed(reason, now)  # first: the answers below are not taken for its handshake's
-        for gateway_id in [g for g, (server, _) in self._asked.items() if server == name]:
-            self._settle_ask(gateway_id)  # a late answer of the client's must not reach its successor
+        self._asked.forget(name)  # a late answer of the client's must not reach its successor
         if router is not None:
             for failure in router.upstream_failed(reason):
                 if isinstance(failure, ToClient):
