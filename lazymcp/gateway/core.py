@@ -252,11 +252,7 @@ class Gateway:
             return [ToClient(jsonrpc.error_line(request_id, ErrorCode.INVALID_REQUEST, text))]
         if method == "initialize":
             result = self._initialize(cast(dict[str, Any], params or {}))
-            actions: list[Action] = [ToClient(jsonrpc.result_line(request_id, result))]
-            for name, link in self.links.items():
-                if link.state == "spawned":
-                    actions += self._started(name, now)
-            return actions
+            return [ToClient(jsonrpc.result_line(request_id, result)), *self._handshakes(now)]
         if method == "ping":
             return [ToClient(jsonrpc.result_line(request_id, {}))]
         if method in METHODS:
@@ -291,15 +287,21 @@ class Gateway:
         if self._client is None:  # the first: the servers' handshakes go on without the client's
             info = meta(params).get(CLIENT_INFO_KEY)
             self._client = {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": info or self.client_info}
-            for name, link in self.links.items():
-                if link.state == "spawned":
-                    actions += self._started(name, now)
+            actions = self._handshakes(now)
         legacy = self._modern.request(message, params)
         if isinstance(legacy, bytes):
             return [*actions, ToClient(legacy)]
         if message["method"] not in METHODS:  # answered by a server
             self._modern.sent_on(message["id"], message["method"])
         return actions + self._request(legacy, None, now)
+
+    def _handshakes(self, now: float) -> list[Action]:
+        """The client is known: the servers started before it came open their handshakes."""
+        actions: list[Action] = []
+        for name, link in self.links.items():
+            if link.state == "spawned":
+                actions += self._started(name, now)
+        return actions
 
     def _init_result(self, version: str) -> dict[str, Any]:
         result = {
@@ -357,11 +359,10 @@ class Gateway:
             return [ToClient(jsonrpc.error_from(request_id, exc))]
         if isinstance(outcome, Answer):
             result = outcome.result
-            down = {name: link.reason or "" for name, link in self.links.items() if link.state == "down"}
             if message["method"] in (DESCRIBE, DESCRIBE_BATCH):
-                result = mark_unavailable(result, down, self.names)
-            elif jsonrpc.field(message.get("params"), "name") == DESCRIBE_TOOLS:
-                result = mark_described(result, down, self.names)
+                result = mark_unavailable(result, self._down_reasons(), self.names)
+            elif message["method"] == "tools/call" and jsonrpc.field(message.get("params"), "name") == DESCRIBE_TOOLS:
+                result = mark_described(result, self._down_reasons(), self.names)
             answer = ToClient(jsonrpc.result_line(request_id, result))
             if outcome.changed:
                 return [ToClient(jsonrpc.notification_line("notifications/tools/list_changed")), answer]
@@ -422,6 +423,10 @@ class Gateway:
                 actions += self._save(link)
         answer = self.passthrough.part(link.entry.name, message)
         return actions + ([ToClient(answer)] if answer is not None else [])
+
+    def _down_reasons(self) -> dict[str, str]:
+        """Why each failed server is down, by name."""
+        return {name: link.reason or "" for name, link in self.links.items() if link.state == "down"}
 
     def _save(self, link: Link) -> list[Action]:
         """Write the server's manifest: its tools and its lists (those from the manifest keep their time)."""
