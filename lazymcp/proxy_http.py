@@ -40,7 +40,6 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from lazymcp import jsonrpc
-from lazymcp.auth import Access, open_access
 from lazymcp.bridge import SUBSCRIPTION_ID_KEY
 from lazymcp.errors import ErrorCode
 from lazymcp.limits import DropOldest, Limits, fix_mmap_threshold, say
@@ -48,6 +47,7 @@ from lazymcp.link import Link, proxy_core
 from lazymcp.options import Options
 
 if TYPE_CHECKING:
+    from lazymcp.auth import Access
     from lazymcp.gateway.core import Gateway
     from lazymcp.gateway.manifest import ManifestStore
 
@@ -132,7 +132,8 @@ class HttpFront:
         name: str = "proxy",
     ) -> None:
         self.make_core = make_core
-        self.access = access or open_access()
+        self.access = access
+        """Who may come in (``lazymcp.auth``, which loads the SDK: not imported for an open front); None: anyone."""
         self.store = store
         self.eager = eager
         self.name = name
@@ -157,10 +158,12 @@ class HttpFront:
             self.loop = asyncio.get_running_loop()
             yield
             await self.close()
-            await self.access.aclose()
+            if self.access is not None:
+                await self.access.aclose()
 
         endpoint = Route("/mcp", self.endpoint, methods=["GET", "POST", "DELETE"])
-        return Starlette(routes=[endpoint, *self.access.routes(), *routes], lifespan=lifespan)
+        checked = self.access.routes() if self.access is not None else []
+        return Starlette(routes=[endpoint, *checked, *routes], lifespan=lifespan)
 
     async def close(self) -> None:
         sides = [*self.sessions.values(), *self.moderns.values()]
@@ -195,15 +198,14 @@ class HttpFront:
         if len(self.sessions) + len(self.moderns) < self.limits.max_sessions:
             return True
         idle = [
-            (side.last_seen, number, key)
-            for number, table in enumerate(self._tables())
+            (side.last_seen, table, key)
+            for table in self._tables()
             for key, side in table.items()
             if not side.waiting and not side.streams
         ]
         if not idle:
             return False
-        _, number, oldest = min(idle, key=lambda found: found[0])
-        table = self._tables()[number]
+        _, table, oldest = min(idle, key=lambda found: found[0])
         self._reap_later(table.pop(oldest), f"the {self.name} needed its place for a new session")
         return True
 
@@ -238,7 +240,8 @@ class HttpFront:
         self._reap_later(side, side.link.failure or "the session ended")
 
     async def endpoint(self, request: Request) -> Response:
-        refused = await self.access.check(request) or self.guard.check(request)
+        refused = await self.access.check(request) if self.access is not None else None
+        refused = refused or self.guard.check(request)
         if refused is not None:
             return refused
         await self._reap_idle()
