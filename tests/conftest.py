@@ -34,6 +34,18 @@ def initialize_request(client: str = "t", request_id: int = 1) -> dict[str, Any]
     return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}
 
 
+async def until_listening(port: int) -> None:
+    """Return once something accepts connections on 127.0.0.1:``port`` (bound by the caller's timeout)."""
+    import anyio
+
+    while True:
+        try:
+            await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+            return
+        except OSError:
+            await anyio.sleep(0.05)  # the server is starting
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now (loopback only)."""
     import socket

@@ -23,7 +23,7 @@ from lazymcp.limits import DropOldest
 from lazymcp.options import Options
 from lazymcp.router import Router, ToClient, ToServer
 
-from .conftest import free_port
+from .conftest import free_port, until_listening
 
 SERVERS = Path(__file__).with_name("servers")
 TIMEOUT = 30
@@ -424,12 +424,7 @@ async def http_proxy(
     async with await anyio.open_process(command, stdout=None) as process:
         try:
             with anyio.fail_after(TIMEOUT):
-                while True:
-                    try:
-                        await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
-                        break
-                    except OSError:
-                        await anyio.sleep(0.05)  # bounded by fail_after: the server is starting
+                await until_listening(port)
             yield port, process
         finally:
             if process.returncode is None:
@@ -654,12 +649,7 @@ async def test_serve_on_a_non_loopback_address_accepts_the_hosts_it_is_given() -
     init = json.dumps(request(1, "initialize", INIT)).encode()
     with anyio.fail_after(TIMEOUT):
         async with await anyio.open_process(command, stdout=None) as process:
-            while True:
-                try:
-                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    await anyio.sleep(0.05)  # bounded by fail_after: the server is starting
+            await until_listening(port)
             allowed = await http(port, "POST", init, host="mcp.example.test")
             refused = await http(port, "POST", init, host="evil.test")
             process.terminate()

@@ -21,7 +21,7 @@ from mcp import Client, StdioServerParameters
 from lazymcp import EXT_ID, LazyClient
 from lazymcp.router import Fail, Router, ToClient, ToServer
 
-from .conftest import ERAS, SMALL_TOOLS, free_port
+from .conftest import ERAS, SMALL_TOOLS, free_port, until_listening
 
 SERVERS = Path(__file__).with_name("servers")
 TIMEOUT = 20
@@ -422,14 +422,7 @@ async def listening(command: list[str], port: int, env: dict[str, str] | None = 
     async with await anyio.open_process(command, stdout=None, stderr=None, env=environ) as process:
         try:
             with anyio.fail_after(TIMEOUT):
-                while True:
-                    try:
-                        stream = await anyio.connect_tcp("127.0.0.1", port)
-                    except OSError:
-                        await anyio.sleep(0.05)  # bounded by fail_after: the server is starting
-                        continue
-                    await stream.aclose()
-                    break
+                await until_listening(port)
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
             process.terminate()

@@ -15,9 +15,10 @@ import anyio
 import pytest
 from anyio.abc import Process
 
-from .conftest import free_port
+from .conftest import free_port, until_listening
 from .servers.issuer import CLIENT_ID, CLIENT_SECRET, running_issuer
 from .test_bounded import INIT, INITIALIZED, MODERN, MODERN_HEADERS, TIMEOUT, hostile, http, post, request
+from .test_review_gateway import config_of
 
 SERVERS = Path(__file__).with_name("servers")
 PID_SERVER = [sys.executable, str(SERVERS / "review_pid_server.py")]
@@ -29,13 +30,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def config_of(tmp_path: Path, **servers: list[str]) -> Path:
-    path = tmp_path / "mcp.json"
-    entries = {name: {"command": command[0], "args": command[1:]} for name, command in servers.items()}
-    path.write_text(json.dumps({"mcpServers": entries}))
-    return path
-
-
 @asynccontextmanager
 async def http_gateway(
     config: Path, cache: Path, port: int, flags: Sequence[str] = (), env: dict[str, str] | None = None
@@ -45,12 +39,7 @@ async def http_gateway(
     async with await anyio.open_process([*command, *flags], env=environ, stdout=None) as process:
         try:
             with anyio.fail_after(TIMEOUT):
-                while True:
-                    try:
-                        await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
-                        break
-                    except OSError:
-                        await anyio.sleep(0.05)  # bounded by fail_after: the gateway is starting
+                await until_listening(port)
             yield process
         finally:
             if process.returncode is None:

@@ -16,7 +16,7 @@ import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from .conftest import free_port
+from .conftest import free_port, until_listening
 from .test_bounded import INIT, children, hostile, http, http_proxy, request
 from .test_review_gateway import config_of, gateway
 
@@ -105,12 +105,7 @@ async def test_the_http_gateways_start_up_line_counts_the_servers_it_started(tmp
             with anyio.fail_after(30):
                 assert process.stderr is not None
                 first = (await BufferedByteReceiveStream(process.stderr).receive_until(b"\n", 1 << 16)).decode()
-                while True:
-                    try:
-                        await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
-                        break
-                    except OSError:
-                        await anyio.sleep(0.05)  # bounded by fail_after: the gateway is starting
+                await until_listening(port)
             assert "started now" not in first, first  # over HTTP each session starts its own
             claimed = 0
             with anyio.move_on_after(3):
