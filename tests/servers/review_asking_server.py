@@ -8,26 +8,15 @@ import json
 import sys
 from typing import Any
 
+from raw_jsonrpc import answer, hello, messages, not_found, send
+
 TOOLS = [
     {"name": name, "description": f"The {name} tool.", "inputSchema": {"type": "object"}} for name in ("ask", "die")
 ]
 asked: dict[str, object] = {}  # our request id -> the call waiting for its answer
 
 
-def send(message: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-
-
-def answer(request_id: object, result: object) -> None:
-    send({"jsonrpc": "2.0", "id": request_id, "result": result})
-
-
-for line in sys.stdin:
-    try:
-        message = json.loads(line)
-    except ValueError:
-        continue
+for _, message in messages():
     method, request_id = message.get("method"), message.get("id")
     params: dict[str, Any] = message.get("params") or {}
     if method is None and request_id in asked:  # the client's answer to one of our requests
@@ -36,8 +25,7 @@ for line in sys.stdin:
     elif request_id is None or method is None:
         continue
     elif method == "initialize":
-        info = {"name": "asking", "version": "1"}
-        answer(request_id, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": info})
+        answer(request_id, hello("asking"))
     elif method == "tools/list":
         answer(request_id, {"tools": TOOLS})
     elif method == "tools/call" and params.get("name") == "ask":
@@ -49,4 +37,4 @@ for line in sys.stdin:
     elif method == "ping":
         answer(request_id, {})
     else:
-        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "Method not found"}})
+        not_found(request_id)

@@ -9,38 +9,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from raw_jsonrpc import answer, hello, messages, not_found, send
+
 STORE = Path(sys.argv[1])
 TOOL = {"name": "add", "description": "Add a resource.", "inputSchema": {"type": "object"}}
 
 
-def send(message: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-
-
-def answer(request_id: object, result: object) -> None:
-    send({"jsonrpc": "2.0", "id": request_id, "result": result})
-
-
-for line in sys.stdin:
-    try:
-        message = json.loads(line)
-    except ValueError:
-        continue
+for _, message in messages():
     method, request_id = message.get("method"), message.get("id")
     if request_id is None or method is None:
         continue
     params: dict[str, Any] = message.get("params") or {}
     if method == "initialize":
-        capabilities = {"tools": {}, "resources": {"listChanged": True}}
-        answer(
-            request_id,
-            {
-                "protocolVersion": "2025-11-25",
-                "capabilities": capabilities,
-                "serverInfo": {"name": "lists", "version": "1"},
-            },
-        )
+        answer(request_id, hello("lists", {"tools": {}, "resources": {"listChanged": True}}))
     elif method == "tools/list":
         answer(request_id, {"tools": [TOOL]})
     elif method == "tools/call":
@@ -55,4 +36,4 @@ for line in sys.stdin:
     elif method == "ping":
         answer(request_id, {})
     else:
-        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "Method not found"}})
+        not_found(request_id)

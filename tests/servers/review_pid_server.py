@@ -5,8 +5,9 @@ answers with structured content that has a ``method`` member, as an HTTP client 
 
 import json
 import os
-import sys
 from typing import Any
+
+from raw_jsonrpc import answer, hello, messages, not_found
 
 TOOLS = [
     {"name": "whoami", "description": "This server's process id.", "inputSchema": {"type": "object"}},
@@ -16,23 +17,13 @@ TOOLS = [
 FETCHED = {"method": "GET", "status": 200}
 
 
-def answer(request_id: object, result: object) -> None:
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}) + "\n")
-    sys.stdout.flush()
-
-
-for line in sys.stdin:
-    try:
-        message = json.loads(line)
-    except ValueError:
-        continue
+for line, message in messages():
     method, request_id = message.get("method"), message.get("id")
     params: dict[str, Any] = message.get("params") or {}
     if request_id is None or method is None:
         continue
     if method == "initialize":
-        info = {"name": "pid", "version": "1"}
-        answer(request_id, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": info})
+        answer(request_id, hello("pid"))
     elif method == "tools/list":
         answer(request_id, {"tools": TOOLS})
     elif method == "tools/call" and params.get("name") == "raw":
@@ -44,6 +35,4 @@ for line in sys.stdin:
     elif method == "ping":
         answer(request_id, {})
     else:
-        error = {"code": -32601, "message": "Method not found"}
-        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}) + "\n")
-        sys.stdout.flush()
+        not_found(request_id)
