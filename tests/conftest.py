@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,25 @@ def initialize_request(client: str = "t", request_id: int = 1) -> dict[str, Any]
     info = {"name": client, "version": "1"}
     params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info}
     return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}
+
+
+@asynccontextmanager
+async def serving(app: Any, port: int, within: float = 30) -> AsyncGenerator[str]:
+    """``app`` (ASGI) served by uvicorn on 127.0.0.1:``port``, up within ``within`` seconds; yields the URL
+    of its ``/mcp``."""
+    import anyio
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.serve)
+        with anyio.fail_after(within):
+            while not server.started:  # noqa: ASYNC110  # uvicorn exposes a flag, not an event
+                await anyio.sleep(0.02)  # bounded by fail_after: uvicorn is binding
+        try:
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            server.should_exit = True
 
 
 async def until_listening(port: int) -> None:

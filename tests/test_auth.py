@@ -9,7 +9,6 @@ from contextlib import asynccontextmanager, contextmanager
 import anyio
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -32,7 +31,7 @@ from lazymcp.auth import (
 )
 from lazymcp.gateway.config import ConfigError
 
-from .conftest import free_port
+from .conftest import free_port, serving
 from .servers.issuer import CLIENT_ID, CLIENT_SECRET, ELSEWHERE, SCOPE, Issuer, running_issuer
 
 pytestmark = pytest.mark.anyio
@@ -63,21 +62,6 @@ async def guarded(access: Access, port: int) -> AsyncGenerator[str]:
             yield url
     finally:
         await access.aclose()
-
-
-@asynccontextmanager
-async def serving(app: ASGIApp, port: int) -> AsyncGenerator[str]:
-    """``app`` served by uvicorn on 127.0.0.1:``port``; yields the URL of its ``/mcp``."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    async with anyio.create_task_group() as group:
-        group.start_soon(server.serve)
-        with anyio.fail_after(30):
-            while not server.started:  # noqa: ASYNC110  # uvicorn exposes a flag, not an event
-                await anyio.sleep(0.02)  # bounded by fail_after: uvicorn is binding
-        try:
-            yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            server.should_exit = True
 
 
 class Guard:

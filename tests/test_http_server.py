@@ -9,12 +9,11 @@ from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 from mcp import Client
 
 from lazymcp import LazyClient
 
-from .conftest import ERAS, free_port
+from .conftest import ERAS, free_port, serving
 from .test_sdk import build_lazy
 
 pytestmark = pytest.mark.anyio
@@ -22,18 +21,9 @@ pytestmark = pytest.mark.anyio
 
 @asynccontextmanager
 async def http_server(*, stateless: bool) -> AsyncIterator[str]:
-    port = free_port()
     app = build_lazy().streamable_http_app(stateless_http=stateless)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    async with anyio.create_task_group() as group:
-        group.start_soon(server.serve)
-        with anyio.fail_after(10):
-            while not server.started:  # noqa: ASYNC110  # uvicorn exposes a flag, not an event
-                await anyio.sleep(0.02)  # bounded by fail_after: uvicorn is binding
-        try:
-            yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            server.should_exit = True
+    async with serving(app, free_port(), within=10) as url:
+        yield url
 
 
 @pytest.mark.parametrize("stateless", [False, True])
