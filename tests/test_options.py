@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from lazymcp.cli import _options, _parser, main  # pyright: ignore[reportPrivateUsage]
+from lazymcp.cli import main
+from lazymcp.cli.commands import options_of
+from lazymcp.cli.flags import parser
 from lazymcp.errors import CatalogError
 from lazymcp.options import ALIASES, SETTINGS, Options
 
@@ -22,7 +24,7 @@ def from_flags(*argv: str, env: dict[str, str] | None = None, monkeypatch: pytes
         monkeypatch.delenv(alias.env, raising=False)
     for key, value in (env or {}).items():
         monkeypatch.setenv(key, value)
-    return _options(_parser().parse_args(["serve", *argv]))
+    return options_of(parser().parse_args(["serve", *argv]))
 
 
 @pytest.mark.requirement("LT-18")

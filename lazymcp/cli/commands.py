@@ -1,0 +1,238 @@
+"""What each subcommand of ``lazymcp`` does with its flags: one library call each, and the readings of
+flags several subcommands share (the listing options, the session bounds, who may come in over HTTP).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from lazymcp.errors import CatalogError, ConfigError
+from lazymcp.limits import DEFAULT_MAX_SESSIONS, Limits
+from lazymcp.messages import Mode
+from lazymcp.notices import expect_proxy, proxy_done, say, startup
+from lazymcp.options import SETTINGS, Options
+
+if TYPE_CHECKING:
+    from lazymcp.auth import Access
+
+
+def options_of(args: argparse.Namespace) -> Options:
+    """Options from the flags given, then the environment (``LAZYMCP_*``, then the aliases), then defaults."""
+    given = {setting.field: getattr(args, setting.field, None) for setting in SETTINGS}
+    try:
+        return Options.from_env(os.environ, **given)
+    except ValueError as exc:
+        raise CatalogError(str(exc)) from None
+
+
+def limits_of(args: argparse.Namespace) -> Limits:
+    """The session bounds the flags give."""
+    return Limits(
+        timeout=args.timeout or None,
+        client_timeout=args.client_timeout or None,
+        max_sessions=args.max_sessions or DEFAULT_MAX_SESSIONS,
+    )
+
+
+def can_listen(address: tuple[str, int] | None) -> None:
+    """Fail with one line, before anything starts, when ``--http``'s address cannot be listened on.
+
+    Raises:
+        CatalogError: the address is taken, or not this machine's.
+    """
+    if address is None:
+        return
+    import socket
+
+    host, port = address
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        raise CatalogError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def access_of(args: argparse.Namespace, *, required: bool = True) -> Access | None:
+    """With ``--http``: who may come in (``lazymcp.auth``); None on stdio, and, unless ``required``,
+    when no flag names any (the proxy's front then lets everyone in, as it always did).
+
+    Raises:
+        ConfigError: conflicting flags, a non-loopback address without authentication, an issuer that
+            cannot be read.
+    """
+    if args.http is None:
+        return None
+    host, port = args.http
+    token = _token(args.token_file)
+    given = token or args.oauth_issuer or args.oauth_resource or args.oauth_scope or args.oauth_introspection
+    if not required and not given:
+        return None
+    from lazymcp.auth import access_from  # loads the SDK: only for a front that checks who comes in
+
+    return access_from(
+        token,
+        args.oauth_issuer,
+        args.oauth_resource,
+        args.oauth_scope,
+        host,
+        port,
+        introspection=args.oauth_introspection,
+    )
+
+
+def _token(path: str | None) -> str | None:
+    """The bearer token from ``--token-file``, else ``LAZYMCP_GATEWAY_TOKEN``, else None.
+
+    Raises:
+        ConfigError: the file cannot be read or holds no token.
+    """
+    if path is None:
+        return os.environ.get("LAZYMCP_GATEWAY_TOKEN") or None
+    try:
+        token = Path(path).read_text().strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the token file {path!r}: {exc.strerror or exc}") from None
+    if not token:
+        raise ConfigError(f"the token file {path!r} is empty")
+    return token
+
+
+def _catalog_tools(path: str | None) -> list[Any]:
+    from lazymcp.sample import sample_tools
+    from lazymcp.serve import load_tools
+
+    return sample_tools() if path is None else load_tools(path)
+
+
+def serve(args: argparse.Namespace) -> int:
+    """``lazymcp serve``: a lazy server over a catalog, on stdio or streamable HTTP."""
+    from lazymcp.serve import build_server, run
+
+    can_listen(args.http)
+    lazy = build_server(_catalog_tools(args.catalog), options_of(args))
+    source = f"catalog {args.catalog}" if args.catalog else "the built-in sample catalog"
+    clients = f"clients on http://{args.http[0]}:{args.http[1]}/mcp" if args.http else "clients on stdio"
+    startup("serve", lazy.static_catalog(), f"{source}, {clients}{' (stateless)' if args.stateless else ''}")
+    try:
+        run(lazy, args.http, stateless=args.stateless, allow_hosts=args.allow_host, allow_origins=args.allow_origin)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def proxy(args: argparse.Namespace, command: list[str]) -> int:
+    """``lazymcp proxy``: any server made lazy, for clients on stdio or streamable HTTP."""
+    from lazymcp.proxy import run_proxy
+
+    if bool(command) == bool(args.url):
+        raise ConfigError("give the upstream as a command (lazymcp proxy [--] COMMAND ARGS...) or as --url URL, once")
+    options = options_of(args)
+    can_listen(args.http)
+    expect_proxy(command or args.url, args.http)
+    try:
+        return run_proxy(
+            command or args.url,
+            options,
+            http=args.http,
+            limits=limits_of(args),
+            access=access_of(args, required=False),
+            allow_hosts=args.allow_host,
+            allow_origins=args.allow_origin,
+        )
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        proxy_done()
+
+
+def gateway(args: argparse.Namespace) -> int:
+    """``lazymcp gateway``: every server of a configuration behind one lazy endpoint."""
+    from lazymcp.gateway.run import run_gateway
+
+    options = options_of(args)
+    mode = args.gateway_mode
+    if mode is None and os.environ.get("LAZYMCP_MODE"):
+        mode = options.mode
+    if mode not in (None, "auto"):
+        options = replace(options, mode=cast(Mode, mode))
+    can_listen(args.http)
+    try:
+        return run_gateway(
+            args.config,
+            options,
+            mode=mode,
+            budget=args.budget,
+            limits=limits_of(args),
+            eager=args.eager_start,
+            refresh=args.refresh,
+            http=args.http,
+            access=access_of(args),
+            allow_hosts=tuple(args.allow_host),
+            allow_origins=tuple(args.allow_origin),
+        )
+    except KeyboardInterrupt:
+        return 130
+
+
+def stats(args: argparse.Namespace, command: list[str]) -> int:
+    """``lazymcp stats``: the costs of a server's listings (or of a configuration's, behind the gateway)."""
+    if args.config:
+        return _config_stats(args.config, options_of(args))
+    if command and (args.url or args.catalog):
+        raise ConfigError("give one of --catalog, --url or a COMMAND")
+    import anyio
+    import orjson
+    from mcp import StdioServerParameters
+
+    from lazymcp.sdk_private import memory_transport
+    from lazymcp.serve import build_server
+    from lazymcp.stats import collect, render
+
+    options = options_of(args)
+    target: Any
+    stock_target: Any
+    status: Path | None = None
+    if args.url:
+        target = stock_target = args.url
+    elif command:
+        status = Path(tempfile.mkdtemp(prefix="lazymcp-stats-")) / "status"
+        wrapped = ["-m", "lazymcp.notices", str(status), *command]  # reports the server's exit status
+        target = stock_target = StdioServerParameters(command=sys.executable, args=wrapped, env=dict(os.environ))
+    else:
+        server = build_server(_catalog_tools(args.catalog), options).server
+        target, stock_target = memory_transport(server), memory_transport(server)
+    asked = options != Options()  # a mode or listing setting given: the stock row is computed in it
+    try:
+        report = anyio.run(lambda: collect(target, stock_target, options=options if asked else None))
+    except Exception as exc:
+        ended = status.read_text() if status is not None and status.exists() else None
+        if ended is None:
+            raise
+        raise CatalogError(ended) from exc
+    finally:
+        if status is not None:
+            shutil.rmtree(status.parent, ignore_errors=True)
+    if args.json:
+        print(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        print(render(report))
+    return 0
+
+
+def _config_stats(path: str, options: Options) -> int:
+    """``lazymcp stats --config FILE``: print the configuration's costs."""
+    from lazymcp.gateway.run import Launch, read_config
+    from lazymcp.gateway.stats import measure, render
+
+    config = read_config(path)
+    if config.warnings:
+        say("gateway", "; ".join(config.warnings))
+    print(render(measure(Launch(config, options))))
+    return 0

@@ -1,0 +1,230 @@
+"""Every flag of the ``lazymcp`` command, in one place: the subcommands and the option groups they share.
+
+Each option group is a function that adds its flags to a parser; ``parser()`` builds the whole command
+line from them. What a flag's value means is read in ``lazymcp.cli.commands``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from lazymcp.messages import MODES
+from lazymcp.notices import LEVELS
+from lazymcp.options import SETTINGS, Setting
+
+GATEWAY_MODES = ("auto", *MODES)
+
+
+def host_port(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (an IPv6 host in brackets) as (host, port)."""
+    host, colon, port = value.rpartition(":")
+    if not colon or not port.isdigit() or not host:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
+    return int(value)
+
+
+def add_listing_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    """The settings of ``SETTINGS`` as flags; each falls back to its environment variable, then its default."""
+
+    def flag_type(setting: Setting) -> Callable[[str], Any]:
+        if setting.whole_number:
+            return positive
+
+        def parse(value: str) -> Any:
+            try:
+                return setting.parse(value, setting.flag)
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+
+        return parse
+
+    group = parser.add_argument_group("listing and modes (each flag also reads its LAZYMCP_* variable)")
+    for setting in SETTINGS:
+        if setting.field in skip:
+            continue
+        group.add_argument(
+            setting.flag,
+            dest=setting.field,
+            type=flag_type(setting),
+            default=None,
+            metavar=setting.metavar,
+            help=f"{setting.help} (env {setting.env})",
+        )
+
+
+def add_address_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="with --http: a Host a request may name (repeatable; loopback names are always allowed on loopback)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="with --http: an Origin a request may come from, e.g. https://app.example (repeatable)",
+    )
+
+
+def add_access_options(parser: argparse.ArgumentParser) -> None:
+    """Who may use the HTTP front (``lazymcp.auth``): a bearer token or an OAuth issuer's tokens."""
+    parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="with --http: the bearer token every request must carry (else env LAZYMCP_GATEWAY_TOKEN); "
+        "the gateway requires this or --oauth-issuer off loopback",
+    )
+    parser.add_argument(
+        "--oauth-issuer",
+        metavar="URL",
+        help="with --http: accept OAuth access tokens of this authorization server, checked by introspection",
+    )
+    parser.add_argument(
+        "--oauth-resource",
+        metavar="URL",
+        help="this server's URL as clients reach it, which tokens must be issued for (default: from --http)",
+    )
+    parser.add_argument(
+        "--oauth-scope", metavar="SCOPE", action="append", default=[], help="a scope every token must carry"
+    )
+    parser.add_argument(
+        "--oauth-introspection", metavar="URL", help="the issuer's introspection endpoint, if its metadata has none"
+    )
+
+
+def add_session_options(parser: argparse.ArgumentParser) -> None:
+    """The bounds of a proxy's or a gateway's sessions, the HTTP addresses it accepts and who may come in."""
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds a server may take to answer before it counts as hung (0: never; default: 300)",
+    )
+    parser.add_argument(
+        "--client-timeout",
+        type=float,
+        default=600.0,
+        help="seconds the client may take to answer a request of a server's (0: never; default: 600)",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=positive,
+        default=None,
+        help=(
+            "with --http: client sessions (each with its own server processes) at once; past it the least"
+            " recently used idle one is ended, and initialize gets 503 when all are busy (default: 32)"
+        ),
+    )
+    add_address_options(parser)
+    add_access_options(parser)
+
+
+def _common() -> argparse.ArgumentParser:
+    """The flags every subcommand takes."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        default=None,
+        help="what lazymcp says on stderr: info shows the start-up line (env LAZYMCP_LOG_LEVEL; default: info)",
+    )
+    common.add_argument("--debug", action="store_true", help="on a failure, show the traceback too")
+    return common
+
+
+def _upstream_command(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "upstream", nargs=argparse.REMAINDER, metavar="COMMAND ARGS...", help=f"{what} (after -- or without it)"
+    )
+
+
+def _serve(commands: Any, common: argparse.ArgumentParser) -> None:
+    serve = commands.add_parser(
+        "serve", parents=[common], help="serve a tool catalog lazily (stdio, or streamable HTTP)"
+    )
+    serve.add_argument(
+        "--catalog",
+        metavar="FILE",
+        help="JSON list of MCP tools, or an object with a 'tools' list (default: the built-in sample catalog)",
+    )
+    serve.add_argument("--http", metavar="HOST:PORT", type=host_port, help="serve streamable HTTP at /mcp")
+    serve.add_argument("--stateless", action="store_true", help="with --http: no sessions, one POST per request")
+    add_address_options(serve)
+    add_listing_options(serve)
+
+
+def _proxy(commands: Any, common: argparse.ArgumentParser) -> None:
+    proxy = commands.add_parser(
+        "proxy",
+        parents=[common],
+        help="make any MCP server lazy: lazymcp proxy [options] ([--] COMMAND ARGS... | --url URL)",
+        usage="lazymcp proxy [options] ([--] COMMAND ARGS... | --url URL)",
+    )
+    proxy.add_argument("--url", help="a streamable-HTTP upstream server, instead of a command")
+    proxy.add_argument("--http", metavar="HOST:PORT", type=host_port, help="serve clients streamable HTTP at /mcp")
+    add_session_options(proxy)
+    add_listing_options(proxy)
+    _upstream_command(proxy, "the upstream server's command")
+
+
+def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
+    gateway = commands.add_parser(
+        "gateway",
+        parents=[common],
+        help="every server of a client configuration behind one lazy endpoint",
+        usage="lazymcp gateway --config FILE [--refresh] [--eager-start] [--mode auto --budget TOKENS] [options]",
+    )
+    gateway.add_argument("--config", metavar="FILE", required=True, help="mcpServers (or VS Code servers) JSON file")
+    gateway.add_argument("--refresh", action="store_true", help="start every server, rebuild its manifest, exit")
+    gateway.add_argument("--eager-start", action="store_true", help="start every server at launch")
+    gateway.add_argument(
+        "--mode",
+        dest="gateway_mode",
+        choices=GATEWAY_MODES,
+        default=None,
+        help="auto (default): the describe listing while its stubs fit --budget, the proxy surface beyond",
+    )
+    gateway.add_argument("--http", metavar="HOST:PORT", type=host_port, help="serve clients streamable HTTP at /mcp")
+    gateway.add_argument("--budget", type=int, default=None, metavar="TOKENS", help="auto mode's budget (20000)")
+    add_session_options(gateway)
+    add_listing_options(gateway, skip=("mode",))
+
+
+def _stats(commands: Any, common: argparse.ArgumentParser) -> None:
+    stats = commands.add_parser(
+        "stats",
+        parents=[common],
+        help="bytes and tokens of every listing mode of a server, on the wire and as the model sees them",
+        usage="lazymcp stats [--catalog FILE | --url URL | [--] COMMAND ARGS...] [--mode MODE] [--json]",
+    )
+    source = stats.add_mutually_exclusive_group()
+    source.add_argument("--catalog", metavar="FILE", help="serve this catalog in-process and measure it")
+    source.add_argument("--url", help="a streamable-HTTP MCP server")
+    source.add_argument("--config", metavar="FILE", help="every server of a client configuration, as the gateway")
+    stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_listing_options(stats)
+    _upstream_command(stats, "a stdio MCP server's command")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The whole command line."""
+    from lazymcp.version import __version__
+
+    top = argparse.ArgumentParser(prog="lazymcp", description="Lazy tool loading for MCP servers.")
+    top.add_argument("--version", action="version", version=f"lazymcp {__version__}")
+    commands = top.add_subparsers(dest="command", required=True)
+    common = _common()
+    for add in (_serve, _proxy, _gateway, _stats):
+        add(commands, common)
+    return top
