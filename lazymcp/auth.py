@@ -64,7 +64,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from lazymcp.gateway.config import ConfigError
+from lazymcp.addresses import is_loopback
+from lazymcp.errors import ConfigError
 
 DEFAULT_TIMEOUT = 10.0
 """Seconds the issuer gets for one introspection, in total (connecting, waiting, reading)."""
@@ -80,7 +81,6 @@ MAX_INTROSPECTIONS = 16
 """Introspection requests open to the issuer at once."""
 RETRY_AFTER = 5
 """Seconds a client is told to wait when the issuer did not answer."""
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _URL = TypeAdapter(AnyHttpUrl, config=ConfigDict(url_preserve_empty_path=True))
 """Parses URLs as the SDK's metadata does, so an issuer without a path keeps no trailing slash."""
@@ -392,7 +392,7 @@ def access_from(
         raise ConfigError("--oauth-resource, --oauth-scope and --oauth-introspection need --oauth-issuer")
     if token:
         return token_access(token)
-    if host not in LOOPBACK_HOSTS:
+    if not is_loopback(host):
         raise ConfigError(
             f"refusing to serve {host} without authentication: give --token-file (or LAZYMCP_GATEWAY_TOKEN) "
             "or --oauth-issuer"
@@ -480,7 +480,7 @@ def _checked_url(url: str, what: str, *, issuer: bool) -> str:
         raise ConfigError(f"{what} {url!r} is not an http(s) URL") from None
     if not valid:
         raise ConfigError(f"{what} {url!r} is not an http(s) URL")
-    if issuer and parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+    if issuer and parts.scheme == "http" and not is_loopback(parts.hostname):
         raise ConfigError(f"{what} {url!r} must be https (http is allowed only on loopback)")
     if issuer and parts.query:
         raise ConfigError(f"{what} {url!r} may not have a query")

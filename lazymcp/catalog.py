@@ -31,6 +31,7 @@ from lazymcp.messages import (
     MANAGE_TOOLS,
     META_TOOLS,
     SEARCH_TOOLS,
+    SEPARATOR,
     Detail,
     Mode,
     Shape,
@@ -214,6 +215,8 @@ class Catalog:
     """What the server author declared at registration (``lazify(metadata=...)``)."""
     origin: str | None = None
     """The server's name: the derived category of a tool whose name has no prefix."""
+    separator: str = SEPARATOR
+    """What joins a server's name and its tool's in these tools' names (a gateway's configuration)."""
     _listings: dict[tuple[Shape, Detail], list[Any]] = field(default_factory=lambda: {}, repr=False)
     _validators: dict[str, Check | None] = field(default_factory=lambda: {}, repr=False)
     _derived: dict[str, Any] = field(default_factory=lambda: {}, repr=False)
@@ -230,6 +233,7 @@ class Catalog:
         rejected: list[str] | None = None,
         owner: str = "the server",
         packed: bool = False,
+        separator: str = SEPARATOR,
     ) -> Catalog:
         """Precompute a catalog from tools as the server publishes them.
 
@@ -291,6 +295,7 @@ class Catalog:
             meta_names=meta_names,
             declared=declared or Metadata(),
             origin=origin,
+            separator=separator,
         )
 
     @property
@@ -494,7 +499,10 @@ class Catalog:
         def build() -> ToolIndex:
             infos = [self.info(name) for name in self.index]
             return ToolIndex.build(
-                self.held, summaries=[i.summary for i in infos], categories=[i.category for i in infos]
+                self.held,
+                summaries=[i.summary for i in infos],
+                categories=[i.category for i in infos],
+                separator=self.separator,
             )
 
         return self.memo("search_index", build)

@@ -6,6 +6,7 @@ Our exception hierarchy::
     ├── InvalidParams       -32602, a malformed request parameter (``data.field`` names it)
     │   └── UnknownTool     -32602, a tool name the catalog does not have (with suggestions)
     ├── CatalogError        a tool catalog that cannot be served (duplicate names, bad file)
+    │   └── ConfigError     a gateway configuration file that cannot be used (names the file, server, field)
     └── UpstreamError       the wrapped server failed (proxy)
 
 Handlers raise these; the adapters turn them into wire errors (``lazymcp.jsonrpc.error_from``, or the
@@ -80,6 +81,10 @@ class CatalogError(LazyMCPError):
     """A catalog that cannot be served as it is."""
 
 
+class ConfigError(CatalogError):
+    """A configuration file (or a flag) that cannot be used as it is."""
+
+
 class UpstreamError(LazyMCPError):
     """The upstream server of a proxy failed."""
 
@@ -88,6 +93,7 @@ class UpstreamError(LazyMCPError):
 
 __all__ = [
     "CatalogError",
+    "ConfigError",
     "ErrorCode",
     "InvalidParams",
     "LazyMCPError",

@@ -1,12 +1,28 @@
-"""Reading the JSON files a user hands lazymcp (catalogs, metadata): one clear error naming the file."""
+"""The files lazymcp reads and keeps: the JSON files a user hands it (catalogs, metadata), read with one
+clear error naming the file, and the one cache directory (manifests, embeddings)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Final
 
 import orjson
 
 from lazymcp.errors import CatalogError
+
+CACHE_ENV: Final = "LAZYMCP_CACHE_DIR"
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where lazymcp keeps what it can compute again: ``$LAZYMCP_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/lazymcp``, else ``~/.cache/lazymcp``."""
+    environ = os.environ if environ is None else environ
+    if environ.get(CACHE_ENV):
+        return Path(environ[CACHE_ENV])
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "lazymcp"
 
 
 def read_json(path: str | Path, what: str) -> object:

@@ -5,7 +5,7 @@ A line here is one message without its terminating newline; whoever writes it ad
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, TypeGuard, cast
 
 import orjson
 
@@ -50,6 +50,12 @@ def encode(message: Message) -> bytes:
     return orjson.dumps(message)
 
 
+def valid_id(value: object) -> TypeGuard[RequestId]:
+    """Is ``value`` a request id lazymcp accepts: a string or an integer (JSON-RPC's numbers with a
+    fraction, and ``null``, are not ids MCP allows; a boolean is not an integer here)?"""
+    return isinstance(value, int | str) and not isinstance(value, bool)
+
+
 def id_key(request_id: object) -> tuple[str, object]:
     """A dict key for a request id that keeps ``1`` and ``"1"`` apart, for any JSON value (an array or
     object id, invalid as it is, must not crash the one who reads it)."""
@@ -64,11 +70,10 @@ def result_line(request_id: RequestId, result: dict[str, Any]) -> bytes:
 
 def error_message(request_id: object, code: ErrorCode, message: str, data: object = None) -> Message:
     """The one builder of a JSON-RPC error: an id that is not a valid request id answers as null."""
-    valid = isinstance(request_id, int | str) and not isinstance(request_id, bool)
     error: dict[str, Any] = {"code": int(code), "message": message}
     if data is not None:
         error["data"] = data
-    return {"jsonrpc": "2.0", "id": request_id if valid else None, "error": error}
+    return {"jsonrpc": "2.0", "id": request_id if valid_id(request_id) else None, "error": error}
 
 
 def error_line(request_id: RequestId | None, code: ErrorCode, message: str, data: object = None) -> bytes:
@@ -92,11 +97,6 @@ def notification_line(method: str, params: dict[str, Any] | None = None) -> byte
     if params is not None:
         message["params"] = params
     return encode(message)
-
-
-INVALID_REQUEST = ErrorCode.INVALID_REQUEST
-PARSE_ERROR = ErrorCode.PARSE_ERROR
-UPSTREAM = ErrorCode.UPSTREAM_ERROR
 
 
 def field(value: object, key: str) -> object:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import sys
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -107,13 +106,3 @@ def fix_mmap_threshold() -> None:
     except (OSError, AttributeError):
         return
     mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-
-
-def say(message: str) -> None:
-    """Report on stderr, where the upstream's own stderr goes too."""
-    print(f"lazymcp proxy: {message}", file=sys.stderr, flush=True)  # noqa: T201
-
-
-def say_gateway(message: str) -> None:
-    """Report on stderr, where the servers' own stderr goes too."""
-    print(f"lazymcp gateway: {message}", file=sys.stderr, flush=True)  # noqa: T201

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from lazymcp import jsonrpc
 from lazymcp.errors import ErrorCode, UpstreamError
 from lazymcp.gateway.link import Action, Fail, Save, Say, Send, Start, Stop, ToClient
-from lazymcp.limits import EXPIRE_EVERY, Limits, say, say_gateway
-from lazymcp.notices import proxy_catalog_in
+from lazymcp.limits import EXPIRE_EVERY, Limits
+from lazymcp.notices import proxy_catalog_in, say
 from lazymcp.options import Options
 from lazymcp.upstream import LineSink, Upstream
 
@@ -58,8 +58,8 @@ class Link:
         connect: Callable[[ServerEntry], Upstream] = upstream_of,
     ) -> None:
         self.core = core
-        self.say = say if core.transparent else say_gateway
-        """Reports on stderr, named after what runs: the proxy, or the gateway."""
+        self.command = "proxy" if core.transparent else "gateway"
+        """What runs, as its reports on stderr name it."""
         self.to_client = to_client
         self.store = store
         self.connect = connect
@@ -87,6 +87,10 @@ class Link:
             await asyncio.wait(starting)
         if not self.done.done():
             self._expire()
+
+    def say(self, text: str) -> None:
+        """Report on stderr, named after what runs."""
+        say(self.command, text)
 
     def from_client(self, line: bytes, message: jsonrpc.Message | None = None) -> None:
         """One client line; ``message`` is the line already parsed, when the caller has parsed it."""
@@ -267,7 +271,7 @@ def id_of(line: bytes) -> jsonrpc.RequestId | None:
         request_id = jsonrpc.parse(line).get("id")
     except jsonrpc.NotJSONRPC:
         return None
-    return request_id if isinstance(request_id, int | str) and not isinstance(request_id, bool) else None
+    return request_id if jsonrpc.valid_id(request_id) else None
 
 
 def proxy_core(upstream: Sequence[str] | str, options: Options | None, limits: Limits) -> Gateway:

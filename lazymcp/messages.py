@@ -10,6 +10,10 @@ from typing import Any, Final, Literal, NotRequired, TypedDict
 EXT_ID: Final = "io.lazymcp/lazy-tools"
 """The extension identifier, advertised and declared under ``capabilities.extensions`` (LT-01)."""
 
+SEPARATOR: Final = "__"
+"""What joins a server's name and its tool's in a gateway's tool names (``github__create_issue``), unless
+the configuration picks another."""
+
 DESCRIBE: Final = "tools/describe"
 DESCRIBE_BATCH: Final = "tools/describe_batch"
 

@@ -25,7 +25,7 @@ from typing import Any, Final, cast
 
 from lazymcp.errors import CatalogError
 from lazymcp.files import read_json
-from lazymcp.messages import EXT_ID, Tool
+from lazymcp.messages import EXT_ID, SEPARATOR, Tool
 from lazymcp.stubs import DEFAULT_SUMMARY_CHARS, declared_summary, shorten, summarize
 
 FIELDS: Final = ("category", "summary", "examples", "related", "deprecated")
@@ -225,7 +225,7 @@ def check_author_summaries(tools: Iterable[Tool], limit: int) -> None:
 def derive_category(name: str, origin: str | None) -> str:
     """A category from the name: a gateway's ``server__tool`` prefix, else the first ``_``/``-`` part of
     a name with several parts, else the server's name, else ``"other"``."""
-    head, sep, _ = name.partition("__")
+    head, sep, _ = name.partition(SEPARATOR)
     if sep and head:
         return head
     parts = [part for part in _NAME_PARTS.split(name) if part]

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lazymcp.catalog import Catalog
@@ -29,16 +29,34 @@ ANNOUNCE_TIMEOUT = 10.0
 """Seconds a stopping proxy waits for its start-up line to be written."""
 
 
+class _Stderr(logging.StreamHandler):  # pyright: ignore[reportMissingTypeArgument]
+    """A handler writing to whatever ``sys.stderr`` is when a record comes (not when it was made)."""
+
+    @property
+    def stream(self) -> Any:  # pyright: ignore[reportIncompatibleVariableOverride]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def configure(level: str = "info") -> None:
     """Send the ``lazymcp`` logger's records to stderr, one plain line each, from ``level`` up."""
     LOGGER.handlers.clear()
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _Stderr()
     handler.setFormatter(logging.Formatter("%(message)s"))
     LOGGER.addHandler(handler)
     LOGGER.setLevel(level.upper())
     LOGGER.propagate = False
     if level == "debug":
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)  # the SDK's own records too
+
+
+def say(command: str, message: str, level: int = logging.WARNING) -> None:
+    """One line for the operator on stderr, ``lazymcp <command>: <message>``, where the servers' own
+    stderr goes too (a warning by default: what went wrong, or needs a look)."""
+    LOGGER.log(level, f"lazymcp {command}: {message}")
 
 
 def describe_command(command: Sequence[str] | str) -> str:

@@ -40,10 +40,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from lazymcp import jsonrpc
+from lazymcp.addresses import LOOPBACK, is_loopback, open_front_warning
 from lazymcp.bridge import SUBSCRIPTION_ID_KEY
 from lazymcp.errors import ErrorCode
-from lazymcp.limits import DropOldest, Limits, fix_mmap_threshold, say
+from lazymcp.limits import DropOldest, Limits, fix_mmap_threshold
 from lazymcp.link import Link, proxy_core
+from lazymcp.notices import say
 from lazymcp.options import Options
 
 if TYPE_CHECKING:
@@ -54,7 +56,6 @@ if TYPE_CHECKING:
 SESSION_HEADER = "mcp-session-id"
 PROTOCOL_HEADER = "mcp-protocol-version"
 MODERN_VERSIONS = frozenset({"2026-07-28"})
-LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 IDLE_SECONDS = 30 * 60
 """A 2025 client session with no request for this long is ended (clients often never send DELETE)."""
 ANSWER_GRACE = 5.0
@@ -389,10 +390,8 @@ def _invalid(message: jsonrpc.Message) -> str | None:
     """Why a posted message is not one the proxy can answer (None: it can)."""
     if "method" in message and not isinstance(message["method"], str):
         return "'method' must be a string"
-    if "id" in message:
-        request_id = message["id"]
-        if not isinstance(request_id, int | str) or isinstance(request_id, bool):
-            return "'id' must be a string or an integer"
+    if "id" in message and not jsonrpc.valid_id(message["id"]):
+        return "'id' must be a string or an integer"
     return None
 
 
@@ -439,7 +438,7 @@ class Guard:
     """Host and Origin checks (DNS rebinding, cross-site requests) for the address the proxy listens on."""
 
     def __init__(self, bound: str, allow_hosts: Sequence[str], allow_origins: Sequence[str]) -> None:
-        self.loopback = bound in LOOPBACK
+        self.loopback = is_loopback(bound)
         self.hosts: set[str] = {host.lower() for host in allow_hosts}
         if self.loopback:
             self.hosts |= LOOPBACK
@@ -456,7 +455,7 @@ class Guard:
         origin = origin.lower().rstrip("/")
         if origin in self.origins or "*" in self.origins:
             return None
-        if self.loopback and urlsplit(origin).hostname in LOOPBACK:
+        if self.loopback and is_loopback(urlsplit(origin).hostname):
             return None
         if self.origins or self.loopback:
             return Response("Invalid Origin header", status_code=403)
@@ -532,8 +531,9 @@ def run_http_front(
 ) -> int:
     """Serve the proxy's HTTP clients at ``http`` (host, port) until SIGTERM or SIGINT; the exit status."""
     host, _ = http
-    if host not in LOOPBACK and not allow_hosts and not allow_origins and access is None:
-        say(f"warning: listening on {host} with no --allow-host or --allow-origin: any Host and Origin are accepted")
+    warning = open_front_warning(host, allow_hosts, allow_origins) if access is None else None
+    if warning is not None:
+        say("proxy", warning)
     front = HttpFront(
         lambda: proxy_core(upstream, options, limits),
         limits,

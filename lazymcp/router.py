@@ -187,7 +187,7 @@ class Router:
         if "id" not in message:
             return self._client_notification(message, line, now)
         request_id = message["id"]
-        if not isinstance(method, str) or not isinstance(request_id, int | str) or isinstance(request_id, bool):
+        if not isinstance(method, str) or not jsonrpc.valid_id(request_id):
             return [ToClient(jsonrpc.error_line(None, ErrorCode.INVALID_REQUEST, "Invalid request"))]
         if self.failed is not None:
             return [ToClient(self._failure_line(request_id))]

@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from lazymcp.search import BM25Ranker, Document, Ranker, RankerFactory, parameters
+from lazymcp.files import cache_dir
+from lazymcp.ranking import BM25Ranker, Document, Ranker, RankerFactory, parameters
 from lazymcp.terms import normalize_name
 
 _log = logging.getLogger("lazymcp.semantic")
@@ -66,8 +67,6 @@ DOC_CHARS: Final = 300
 BACKGROUND_ABOVE: Final = 64
 """``hybrid`` embeds a catalog in the background when the cache lacks more than this many tools (seconds
 of work on one core); fewer are embedded before the index is returned."""
-CACHE_ENV: Final = "LAZYMCP_CACHE_DIR"
-"""Where tool embeddings are cached (default: ``$XDG_CACHE_HOME/lazymcp``, else ``~/.cache/lazymcp``)."""
 THREADS_ENV: Final = "LAZYMCP_EMBED_THREADS"
 """Threads the e5 engine may use (default 1: on a shared 2-core machine one thread is faster per query)."""
 
@@ -145,7 +144,7 @@ def embedding_text(document: Document, *, with_parameters: bool = False) -> str:
     """What an embedding model reads of a tool: its name as words, its title and its description's start
     (and, ``with_parameters``, its parameters' names as words)."""
     tool = document.tool
-    name = normalize_name(document.name.replace("__", " "))
+    name = document.name_words()
     title = tool.get("title")
     description = tool.get("description")
     description = " ".join(description.split())[:DOC_CHARS] if isinstance(description, str) else ""
@@ -154,14 +153,6 @@ def embedding_text(document: Document, *, with_parameters: bool = False) -> str:
         names = dict.fromkeys(normalize_name(key) for key, _ in parameters(tool))
         parts.append("Parameters: " + ", ".join(n for n in names if n) if any(names) else "")
     return ". ".join(part for part in parts if part)
-
-
-def default_cache_dir() -> Path:
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "lazymcp"
 
 
 MAX_CACHED: Final = 50_000
@@ -186,7 +177,7 @@ class EmbeddingCache:
     """
 
     def __init__(self, directory: Path | None = None) -> None:
-        self.directory = directory if directory is not None else default_cache_dir()
+        self.directory = directory if directory is not None else cache_dir()
         self.computed = 0
         """How many texts the last ``embed`` had to embed (0 when all were cached)."""
 

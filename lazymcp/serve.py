@@ -22,11 +22,13 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from lazymcp import jsonrpc
+from lazymcp.addresses import is_loopback, open_front_warning
 from lazymcp.arguments import check_arguments
 from lazymcp.errors import CatalogError, ErrorCode
 from lazymcp.files import read_json
 from lazymcp.messages import Tool
 from lazymcp.names import suggest
+from lazymcp.notices import say
 from lazymcp.options import Options
 from lazymcp.sdk import LazyTools
 
@@ -218,7 +220,7 @@ def refusal(line: str) -> types.JSONRPCError | None:
         return _error(None, ErrorCode.INVALID_REQUEST, "Invalid request: not an object")
     frame = cast(dict[str, object], message)
     request_id = frame.get("id")
-    if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+    if not jsonrpc.valid_id(request_id):
         return None if "id" not in frame else _error(None, ErrorCode.INVALID_REQUEST, "Invalid request: bad id")
     if "method" in frame and "params" in frame and not isinstance(frame["params"], dict):
         reason = {"field": "params", "reason": "type"}
@@ -249,9 +251,6 @@ async def serve_http(
     await uvicorn.Server(config).serve()
 
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
 def transport_security(host: str, allow_hosts: Sequence[str], allow_origins: Sequence[str]) -> Any:
     """The Host and Origin checks for the address served: loopback names on loopback (plus the lists),
     the lists elsewhere (the SDK checks both once either is given, so list the hosts too); none, with a
@@ -260,17 +259,14 @@ def transport_security(host: str, allow_hosts: Sequence[str], allow_origins: Seq
 
     hosts = [pattern for name in allow_hosts for pattern in (name, f"{name}:*")]
     origins = list(allow_origins)
-    if host in LOOPBACK:
+    warning = open_front_warning(host, allow_hosts, allow_origins)
+    if is_loopback(host):
         hosts += ["127.0.0.1:*", "localhost:*", "[::1]:*"]
         origins += ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-    elif not hosts and not origins:
-        say(f"warning: listening on {host} with no --allow-host or --allow-origin: any Host and Origin are accepted")
+    elif warning is not None:
+        say("serve", warning)
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
-
-
-def say(message: str) -> None:
-    print(f"lazymcp serve: {message}", file=sys.stderr, flush=True)  # noqa: T201
 
 
 def run(

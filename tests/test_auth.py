@@ -29,7 +29,7 @@ from lazymcp.auth import (
     read_introspection,
     token_access,
 )
-from lazymcp.gateway.config import ConfigError
+from lazymcp.errors import ConfigError
 
 from .conftest import free_port, serving
 from .servers.issuer import CLIENT_ID, CLIENT_SECRET, ELSEWHERE, SCOPE, Issuer, running_issuer

@@ -9,7 +9,8 @@ import pytest
 
 from lazymcp.catalog import Packed
 from lazymcp.cli import main
-from lazymcp.gateway.config import ConfigError, parse_config
+from lazymcp.errors import ConfigError
+from lazymcp.gateway.config import parse_config
 from lazymcp.gateway.core import Gateway
 from lazymcp.gateway.link import Send, Start, Stop, ToClient
 from lazymcp.gateway.manifest import Manifest, ManifestStore

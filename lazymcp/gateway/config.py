@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
-from lazymcp.errors import CatalogError
+from lazymcp.errors import CatalogError, ConfigError
 from lazymcp.files import read_json
+from lazymcp.messages import SEPARATOR
 from lazymcp.metadata import Metadata, ToolMeta, parse_metadata
 
 STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "envFile"})
@@ -24,12 +25,7 @@ SERVER_KEYS = frozenset({"defer", "enabled", "category", "description", "tools"}
 """What a server's ``lazymcp`` key may hold."""
 TOP_KEYS = frozenset({"separator", "servers", "mode", "budget"})
 """What the top-level ``lazymcp`` block may hold (``servers``: per-server settings by server name)."""
-DEFAULT_SEPARATOR = "__"
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-class ConfigError(CatalogError):
-    """A configuration file that cannot be used as it is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +61,7 @@ class GatewayConfig:
     """Every server of one configuration file, in the file's order."""
 
     servers: tuple[ServerEntry, ...]
-    separator: str = DEFAULT_SEPARATOR
+    separator: str = SEPARATOR
     mode: str | None = None
     budget: int | None = None
     source: str = "config"
@@ -209,7 +205,7 @@ def parse_config(data: object, *, source: str = "config", environ: Mapping[str, 
     if missing:
         raise reader.fail(None, f"'lazymcp.servers' names {missing[0]!r}, which is not a server of {key!r}")
     entries = [reader.server(name, value, per_server.get(name)) for name, value in servers.items()]
-    separator = _checked(top, "separator", str, reader) or DEFAULT_SEPARATOR
+    separator = _checked(top, "separator", str, reader) or SEPARATOR
     mode = _checked(top, "mode", str, reader)
     budget = _checked(top, "budget", int, reader)
     warnings = tuple(f"{source}: ignoring unknown {where}" for where in reader.unknown)

@@ -40,9 +40,9 @@ from typing import Any, cast
 from lazymcp import jsonrpc
 from lazymcp.bridge import CLIENT_INFO_KEY, LIST_CHANGED, Bridge, Serializer, is_modern, meta
 from lazymcp.catalog import Catalog
-from lazymcp.errors import ErrorCode, LazyMCPError
+from lazymcp.errors import ConfigError, ErrorCode, LazyMCPError
 from lazymcp.gateway.asked import Asked
-from lazymcp.gateway.config import ConfigError, ServerEntry
+from lazymcp.gateway.config import ServerEntry
 from lazymcp.gateway.link import Action, Link, Save, Send, Start, Stop, ToClient
 from lazymcp.gateway.manifest import Manifest, entries_of
 from lazymcp.gateway.merged import DEFAULT_BUDGET, instructions, mark_described, mark_unavailable, merged_catalog
@@ -52,7 +52,7 @@ from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
 from lazymcp.jsonrpc import Message, RequestId
 from lazymcp.limits import CLIENT_TIMEOUT
-from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DESCRIBE_TOOLS
+from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DESCRIBE_TOOLS, SEPARATOR
 from lazymcp.methods import METHODS, Answer, Caller, Run, advertise, declares, dispatch
 from lazymcp.modes import DynamicSession
 from lazymcp.options import Options
@@ -88,7 +88,7 @@ class Gateway:
     entries: Sequence[ServerEntry]
     options: Options = field(default_factory=Options)
     manifests: Mapping[str, Manifest | None] = field(default_factory=lambda: {})
-    separator: str = "__"
+    separator: str = SEPARATOR
     timeout: float | None = 300.0
     mode: str | None = None
     """``auto``: the describe listing while its stubs fit ``budget`` tokens, the proxy surface beyond."""
@@ -231,7 +231,7 @@ class Gateway:
         if "id" not in message:
             return self._client_notification(message, now)
         request_id = message["id"]
-        if not isinstance(method, str) or not isinstance(request_id, int | str) or isinstance(request_id, bool):
+        if not isinstance(method, str) or not jsonrpc.valid_id(request_id):
             return [ToClient(jsonrpc.error_line(None, ErrorCode.INVALID_REQUEST, "Invalid request"))]
         params = message.get("params")
         if params is not None and not isinstance(params, dict):

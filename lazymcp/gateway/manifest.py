@@ -31,15 +31,6 @@ DEFAULT_TTL = 7 * 24 * 3600.0
 """Seconds a manifest is fresh; an older one is still listed, and refreshed on the server's first use."""
 
 
-def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """Where manifests are kept."""
-    environ = os.environ if environ is None else environ
-    if environ.get("LAZYMCP_CACHE_DIR"):
-        return Path(environ["LAZYMCP_CACHE_DIR"])
-    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "lazymcp"
-
-
 def manifest_key(identity: Sequence[Any]) -> str:
     """The cache key of a server: a hash of how it is started or reached."""
     return hashlib.sha256(orjson.dumps([FORMAT, *identity])).hexdigest()[:24]
@@ -161,6 +152,3 @@ class ManifestStore:
         partial.write_bytes(blob)
         partial.replace(path)
         return manifest
-
-    def forget(self, identity: Sequence[Any]) -> None:
-        self._path(identity).unlink(missing_ok=True)

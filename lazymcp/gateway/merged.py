@@ -67,7 +67,8 @@ def merged_catalog(
             server_tools.share(server_blobs)  # manifest held goes now, for the next server's to reuse
         blobs.extend(server_blobs)
     tools = Packed(blobs, [name for _, gateway_names in renamed for name in gateway_names])
-    catalog = Catalog.build(tools, replace(options, mode="describe") if auto else options, packed=True)
+    chosen = replace(options, mode="describe") if auto else options
+    catalog = Catalog.build(tools, chosen, packed=True, separator=names.separator)
     if not auto:
         return catalog
     mode = auto_mode(catalog, budget, core=bool(core))

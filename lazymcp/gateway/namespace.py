@@ -11,7 +11,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from lazymcp.gateway.config import ConfigError
+from lazymcp.errors import ConfigError
+from lazymcp.messages import SEPARATOR
 
 MAX_TOOL_NAME = 128
 _ALLOWED = re.compile(r"[A-Za-z0-9_.\-]+")
@@ -42,7 +43,7 @@ def check_separator(separator: str, source: str) -> None:
 class Namespace:
     """Which server and which original name each gateway name stands for."""
 
-    separator: str = "__"
+    separator: str = SEPARATOR
     prefixed: bool = True
     """False: one server, names unchanged (the single-server proxy)."""
     owners: dict[str, tuple[str, str]] = field(default_factory=lambda: {})
@@ -70,10 +71,6 @@ class Namespace:
             self.owners[name] = (server, original)
             names.append(name)
         return names
-
-    def drop(self, server: str) -> None:
-        """Forget a server's names (before its tool list is registered again)."""
-        self.owners = {name: owner for name, owner in self.owners.items() if owner[0] != server}
 
     def owner(self, name: str) -> tuple[str, str] | None:
         """(server, original name) of a gateway name, or None."""

@@ -80,15 +80,6 @@ class Passthrough:
         del self.gathers[own.removesuffix(server)]
         return jsonrpc.result_line(gather.request_id, {LISTS[gather.method]: self._joined(gather)})
 
-    def skip(self, server: str) -> list[bytes]:
-        """A server that will not answer (down): every gather stops waiting for it."""
-        answers: list[bytes] = []
-        for key in list(self.gathers):
-            answer = self.part(server, {"jsonrpc": "2.0", "id": f"{key}{server}", "result": {}})
-            if answer is not None:
-                answers.append(answer)
-        return answers
-
     def _joined(self, gather: Gather) -> list[Any]:
         joined: list[Any] = []
         for server in self.servers:

@@ -7,21 +7,23 @@ each session a ``lazymcp.link.Link`` over a ``Gateway`` core: one code path for 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from lazymcp import jsonrpc
-from lazymcp.gateway.config import ConfigError, GatewayConfig, load_config
+from lazymcp.errors import ConfigError
+from lazymcp.files import cache_dir
+from lazymcp.gateway.config import GatewayConfig, load_config
 from lazymcp.gateway.core import Gateway, Seed
-from lazymcp.gateway.manifest import DEFAULT_TTL, Manifest, ManifestStore, cache_dir
+from lazymcp.gateway.manifest import DEFAULT_TTL, Manifest, ManifestStore
 from lazymcp.gateway.merged import DEFAULT_BUDGET
 from lazymcp.gateway.namespace import check_separator, check_server_name
 from lazymcp.gateway.passthrough import LISTS
 from lazymcp.limits import EXPIRE_EVERY, Limits
-from lazymcp.limits import say_gateway as say
 from lazymcp.link import Link, sdk_serializer
-from lazymcp.notices import LOGGER
+from lazymcp.notices import LOGGER, say
 from lazymcp.options import Options
 
 if TYPE_CHECKING:
@@ -116,9 +118,9 @@ async def refresh(launch: Launch) -> int:
     for name, server in gateway.links.items():
         if server.state == "down":
             failed += 1
-            say(f"server {name!r}: not listed ({server.reason})")
+            say("gateway", f"server {name!r}: not listed ({server.reason})")
         else:
-            say(f"server {name!r}: {len(server.tools or ())} tools")
+            say("gateway", f"server {name!r}: {len(server.tools or ())} tools", logging.INFO)
     return 1 if failed else 0
 
 
@@ -167,7 +169,7 @@ def run_gateway(
 
     config = read_config(path)
     if config.warnings:
-        say("; ".join(config.warnings))
+        say("gateway", "; ".join(config.warnings))
     launch = Launch(config, options, **choices)
     if launch.refresh:
         return asyncio.run(refresh(launch))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from lazymcp.gateway.manifest import ManifestStore, cache_dir
+from lazymcp.files import cache_dir
+from lazymcp.gateway.manifest import ManifestStore
 from lazymcp.gateway.run import Launch, build_gateway, refresh
 from lazymcp.methods import Caller, list_tools
 from lazymcp.options import Options

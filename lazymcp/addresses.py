@@ -1,0 +1,25 @@
+"""Where the HTTP fronts listen, and which addresses count as this machine's own.
+
+One home for the loopback rule: ``serve --http``, the proxy's and gateway's HTTP front, and the OAuth
+checks (http URLs only on loopback) all ask ``is_loopback``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+"""Host names of this machine's loopback interface, with IPv6's in and out of URL brackets."""
+
+
+def is_loopback(host: str | None) -> bool:
+    """Is ``host`` (a name, an address, or an address in URL brackets) this machine's loopback?"""
+    return host is not None and host.lower() in LOOPBACK
+
+
+def open_front_warning(host: str, allow_hosts: Sequence[str], allow_origins: Sequence[str]) -> str | None:
+    """The warning for a front listening off loopback that checks no Host and no Origin (None: it does)."""
+    if is_loopback(host) or allow_hosts or allow_origins:
+        return None
+    return f"warning: listening on {host} with no --allow-host or --allow-origin: any Host and Origin are accepted"
