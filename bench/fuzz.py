@@ -45,8 +45,10 @@ from typing import Any, Literal
 import anyio
 import orjson
 
+from lazymcp.core.actions import Fail, ToClient, ToServer
+from lazymcp.core.proxy import Proxy
+from lazymcp.gateway.config import ServerEntry
 from lazymcp.options import Options
-from lazymcp.router import Fail, Router, ToClient, ToServer
 from lazymcp.sample import sample_tools
 
 PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
@@ -65,7 +67,16 @@ ROUTER_DEPTH_LIMIT = 1024
 ENCODE_DEPTH_LIMIT = 254
 """orjson refuses to serialize values nested deeper than this."""
 OWN_ID_PREFIX = "lazymcp-"
-"""The proxy's own request ids (``Router._own_request``)."""
+"""The proxy's own request ids (``lazymcp.core.upstream.Upstream._own``)."""
+UPSTREAM = "upstream"
+
+
+def running_proxy(options: Options, **settings: Any) -> Proxy:
+    """The proxy's sans-IO core over a server that runs (its actions are the caller's to carry out)."""
+    core = Proxy(ServerEntry(UPSTREAM, command=("server",)), options, **settings)
+    core.started(UPSTREAM, 0.0)
+    return core
+
 
 Era = Literal["legacy", "modern", "bridged"]
 ERAS: tuple[Era, ...] = ("legacy", "modern", "bridged")
@@ -506,12 +517,12 @@ def router_tools() -> list[dict[str, Any]]:
 
 
 class RouterHarness:
-    """A ``Router`` between a recording client and a ``ModelUpstream``, carried out as the proxy's
-    ``Session`` would (a ``Fail`` answers every request owed and ends the upstream)."""
+    """The proxy's core between a recording client and a ``ModelUpstream``, carried out as its driver
+    would (a ``Fail`` answers every request owed and ends the upstream)."""
 
     def __init__(self, era: Era = "legacy", options: Options | None = None, *, timeout: float = 60.0) -> None:
         self.era = era
-        self.router = Router(options or Options(), timeout=timeout)
+        self.router = running_proxy(options or Options(), timeout=timeout)
         self.upstream = ModelUpstream("modern" if era == "modern" else "legacy", router_tools())
         self.ledger = Ledger()
         self.now = 0.0
@@ -540,7 +551,7 @@ class RouterHarness:
     def fail(self, reason: str) -> None:
         if self.failure is None:
             self.failure = reason
-            self._carry_out(self.router.upstream_failed(reason))
+            self._carry_out(self.router.interrupt(reason, self.now))
 
     def client(self, data: bytes, *, track: bool = True) -> list[Any]:
         """Hand the router one client line; returns its actions (also carried out)."""
@@ -565,7 +576,7 @@ class RouterHarness:
         if self.failure is not None:
             return
         try:
-            actions = self.router.from_server(data, self.now)
+            actions = self.router.from_server(UPSTREAM, data, self.now)
         except Exception as exc:
             self.raised.append(("from_server", data, exc))
             return
@@ -619,7 +630,7 @@ class RouterHarness:
         self.settle()
         got_ping = self.ledger.barrier_answers.get(id_key(ping_id))
         got_describe = self.ledger.barrier_answers.get(id_key(describe_id))
-        if self.failure is not None or self.router.failed is not None:
+        if self.failure is not None or self.router.upstream.failed is not None:
             return None  # a failed upstream answers everything with -32000: judged as "failed"
         if got_ping is None or "result" not in got_ping:
             return f"ping after the case: {got_ping!r}"
@@ -634,7 +645,7 @@ class RouterHarness:
         for where, data, exc in self.raised:
             culprit = [f for f in self.frames if f.data == data] or [classify(data)]
             problems.append(("raised", f"{where} raised {type(exc).__name__}: {exc}", culprit))
-        failed = self.failure or self.router.failed
+        failed = self.failure or self.router.upstream.failed
         if failed is not None:
             problems.append(("failed", f"a well-behaved upstream was failed: {failed}", self.frames))
         if self.upstream.bad_lines:
@@ -1115,7 +1126,7 @@ def run_upstream_case(seed: int, case: int) -> list[Violation]:
     rng = random.Random(f"{seed}:upstream:{case}")
     move = rng.choice(UPSTREAM_MOVES)
     timeout = 10.0
-    router = Router(Options(mode="eager"), timeout=timeout, client_timeout=timeout * 2)
+    router = running_proxy(Options(mode="eager"), timeout=timeout, client_timeout=timeout * 2)
     now = 0.0
     answers: Counter[object] = Counter()
     owed: set[object] = set()
@@ -1132,7 +1143,7 @@ def run_upstream_case(seed: int, case: int) -> list[Violation]:
             elif isinstance(action, ToServer):
                 to_server.append(json.loads(action.data))
             elif isinstance(action, Fail):
-                carry(router.upstream_failed(action.reason))
+                carry(router.interrupt(action.reason, now))
 
     def client(message: dict[str, Any]) -> None:
         if "id" in message:
@@ -1145,7 +1156,7 @@ def run_upstream_case(seed: int, case: int) -> list[Violation]:
     def server(message: dict[str, Any]) -> None:
         line = json.dumps(message).encode()  # the stdlib: orjson refuses to write what it reads past depth 254
         try:
-            carry(router.from_server(line, now))
+            carry(router.from_server(UPSTREAM, line, now))
         except Exception as exc:
             raised.append(f"from_server: {exc!r}")
 
@@ -1214,8 +1225,8 @@ def run_upstream_case(seed: int, case: int) -> list[Violation]:
         violations.append(Violation("unbounded", f"{move}: {pages} pages read", [move]))
     if move == "bad-tools" and router.catalog is not None and "t1" not in {t["name"] for t in router.catalog.tools}:
         violations.append(Violation("quarantine", "a bad tool cost the good ones", [move]))
-    if move == "bad-tools" and router.failed is not None:
-        violations.append(Violation("quarantine", f"a bad tool failed the upstream: {router.failed}", [move]))
+    if move == "bad-tools" and router.upstream.failed is not None:
+        violations.append(Violation("quarantine", f"a bad tool failed the upstream: {router.upstream.failed}", [move]))
     return violations
 
 

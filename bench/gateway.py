@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.common import CATALOGS, Config
 from bench.proxy import RELAY, everything_command
-from lazymcp.gateway.manifest import ManifestStore
+from lazymcp.run.manifests import ManifestStore
 from lazymcp.search import describe_ranker
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}

@@ -112,8 +112,8 @@ class Bridge:
         """The params of the proxy's own ``initialize`` (no client capabilities: it takes no requests)."""
         return {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": dict(client_info)}
 
-    def answer(self, message: Message, advertised: Callable[[], Mapping[str, Any]]) -> bytes | None:
-        """The line that answers a request the bridge serves itself (``server/discover``,
+    def answer(self, message: Message, advertised: Callable[[], Mapping[str, Any]]) -> Message | None:
+        """The message that answers a request the bridge serves itself (``server/discover``,
         ``subscriptions/listen``), or None when the request goes upstream. ``advertised``: the
         upstream's ``initialize`` result with the extension advertised."""
         request_id: RequestId = message["id"]
@@ -124,40 +124,29 @@ class Bridge:
                 result["instructions"] = self.upstream_init["instructions"]
             envelope = Envelope(server_info=self.upstream_init.get("serverInfo"))
             discovered = envelope.stamp(result, cacheable=True, method="server/discover", serialize=self.serialize)
-            return jsonrpc.result_line(request_id, discovered)
+            return {"jsonrpc": "2.0", "id": request_id, "result": discovered}
         if method == "subscriptions/listen":
             wanted = jsonrpc.field(message.get("params"), "notifications")
             honored = frozenset(key for key in LIST_CHANGED.values() if jsonrpc.field(wanted, key) is True)
             self._listens[id_key(request_id)] = (request_id, honored)
             ack = {"notifications": dict.fromkeys(sorted(honored), True), "_meta": {SUBSCRIPTION_ID_KEY: request_id}}
-            return jsonrpc.notification_line("notifications/subscriptions/acknowledged", ack)
+            return {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": ack}
         return None
 
     def cancelled(self, request_id: object) -> None:
         """A client's cancellation ends its listen stream of that id, if it was one."""
         self._listens.pop(id_key(request_id), None)
 
-    @staticmethod
-    def upstream_line(message: Message) -> bytes:
-        """A client message as the 2025 upstream takes it: without the request envelope.
-
-        Raises:
-            orjson.JSONEncodeError: the message nests too deeply to encode.
-        """
-        params = message.get("params")
-        own = cast(dict[str, Any], params) if isinstance(params, dict) else {}
-        return jsonrpc.encode({**message, "params": legacy_params(own)})
-
     def result(self, method: str, result: Mapping[str, Any], server_info: object) -> dict[str, Any]:
         """A 2025 upstream's result as a 2026-07-28 server would send it."""
         envelope = Envelope(server_info=server_info)
         return envelope.stamp(result, cacheable=method in CACHEABLE, method=method, serialize=self.serialize)
 
-    def to_listeners(self, method: str) -> list[bytes]:
+    def to_listeners(self, method: str) -> list[Message]:
         """A change notification as an event on each 2026 listen stream that asked for it."""
         key = LIST_CHANGED[method]
         return [
-            jsonrpc.notification_line(method, {"_meta": {SUBSCRIPTION_ID_KEY: request_id}})
+            {"jsonrpc": "2.0", "method": method, "params": {"_meta": {SUBSCRIPTION_ID_KEY: request_id}}}
             for request_id, honored in self._listens.values()
             if key in honored
         ]

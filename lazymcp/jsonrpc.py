@@ -1,6 +1,8 @@
 """JSON-RPC 2.0 lines: parsing once at the edge, and the one place wire errors are built.
 
-A line here is one message without its terminating newline; whoever writes it adds the newline.
+A line here is one message without its terminating newline; whoever writes it adds the newline. A
+``Frame`` is a message decoded once, with the bytes it came as: the cores pass frames to each other, and
+whatever they pass on unchanged is written as it arrived.
 """
 
 from __future__ import annotations
@@ -32,17 +34,6 @@ def parse(line: bytes) -> Message:
     if not isinstance(message, dict):
         raise NotJSONRPC("not a JSON object")
     return message  # pyright: ignore[reportUnknownVariableType]
-
-
-def parse_or_refuse(line: bytes, message: Message | None = None) -> Message | bytes:
-    """``line`` as a message (``message``, when the caller parsed it already), or the error line that
-    answers a line that is not JSON-RPC."""
-    if message is not None:
-        return message
-    try:
-        return parse(line)
-    except NotJSONRPC:
-        return error_line(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message")
 
 
 def encode(message: Message) -> bytes:
@@ -108,3 +99,94 @@ def params_meta(message: Message) -> dict[str, object]:
     """The ``params._meta`` object of a message ({} when absent)."""
     meta = field(message.get("params"), "_meta")
     return cast(dict[str, object], meta) if isinstance(meta, dict) else {}
+
+
+class Frame:
+    """One JSON-RPC message, decoded once: ``message``, and ``line``, the bytes it came as (when they are
+    one line) or its encoding, made on first use and kept. A core that changes a message makes a new
+    frame, so whatever is passed on unchanged is written as the very bytes that arrived."""
+
+    __slots__ = ("_line", "message")
+
+    def __init__(self, message: Message, line: bytes | None = None) -> None:
+        self.message = message
+        self._line = line
+
+    @classmethod
+    def read(cls, data: bytes) -> Frame:
+        """The message in ``data``, its bytes kept as its line unless they span lines (pretty-printed JSON,
+        which a stdio peer could not read).
+
+        Raises:
+            NotJSONRPC: ``data`` is not JSON, or not a JSON-RPC object.
+        """
+        return cls(parse(data), None if b"\n" in data or b"\r" in data else data)
+
+    @property
+    def line(self) -> bytes:
+        """The message as one line, without its newline.
+
+        Raises:
+            orjson.JSONEncodeError: a message made here nests too deeply to encode.
+        """
+        if self._line is None:
+            self._line = encode(self.message)
+        return self._line
+
+    def changed(self, **members: object) -> Frame:
+        """This message with ``members`` replaced (written anew)."""
+        return Frame({**self.message, **members})
+
+    def fits(self) -> bool:
+        """Encode the message now, if it was made here (the line is kept): False when it nests too deeply
+        to be written, so whoever made it can refuse it in words."""
+        try:
+            self.line  # noqa: B018
+        except orjson.JSONEncodeError:
+            return False
+        return True
+
+    @property
+    def method(self) -> object:
+        return self.message.get("method")
+
+    @property
+    def id(self) -> object:
+        return self.message.get("id")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The params object ({} when absent or not an object)."""
+        params = self.message.get("params")
+        return cast(dict[str, Any], params) if isinstance(params, dict) else {}
+
+    @property
+    def is_request(self) -> bool:
+        return "method" in self.message and "id" in self.message
+
+    @property
+    def is_notification(self) -> bool:
+        return "method" in self.message and "id" not in self.message
+
+    @property
+    def is_answer(self) -> bool:
+        return "method" not in self.message
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Frame) and self.message == other.message
+
+    __hash__ = None  # pyright: ignore[reportAssignmentType]
+
+    def __repr__(self) -> str:
+        return f"Frame({self.message!r})"
+
+
+def line_of(frame: Frame) -> bytes | None:
+    """A frame's line to write; a message made here that nests too deeply to encode (a server's deep result
+    shaped anew, say) becomes the error answering its request instead (None: a notification, dropped)."""
+    try:
+        return frame.line
+    except orjson.JSONEncodeError:
+        if frame.is_notification or not valid_id(frame.id):
+            return None
+        return encode(error_message(frame.id, ErrorCode.INTERNAL_ERROR, "Internal error: the answer nests too deeply"))

@@ -19,11 +19,13 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from lazymcp.core.actions import ToClient, ToServer
+from lazymcp.core.proxy import Proxy
 from lazymcp.limits import DropOldest
 from lazymcp.options import Options
-from lazymcp.router import Router, ToClient, ToServer
 
 from .conftest import free_port, until_listening
+from .cores import UPSTREAM, proxy_core, wire
 
 SERVERS = Path(__file__).with_name("servers")
 TIMEOUT = 30
@@ -157,7 +159,7 @@ async def test_tool_requests_before_initialized_are_answered_with_an_error() -> 
 def test_a_server_request_the_client_never_answers_has_its_own_bounded_wait() -> None:
     router = legacy_router(timeout=5, client_timeout=20)
     asking = b'{"jsonrpc":"2.0","id":"q1","method":"elicitation/create","params":{}}'
-    assert router.from_server(asking, 0) == [ToClient(asking)]
+    assert wire(router.from_server(UPSTREAM, asking, 0)) == [("client", asking)]
     assert router.expire(10) == []  # the client is within its own bound
     expired = router.expire(21)
     assert [type(action) for action in expired] == [ToServer, ToClient]
@@ -169,8 +171,8 @@ def test_a_server_request_the_client_never_answers_has_its_own_bounded_wait() ->
 
 def test_a_server_request_the_server_cancels_stops_holding_the_timeout() -> None:
     router = legacy_router(timeout=5)
-    router.from_server(b'{"jsonrpc":"2.0","id":"q1","method":"elicitation/create","params":{}}', 0)
-    router.from_server(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"q1"}}', 1)
+    router.from_server(UPSTREAM, b'{"jsonrpc":"2.0","id":"q1","method":"elicitation/create","params":{}}', 0)
+    router.from_server(UPSTREAM, b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"q1"}}', 1)
     router.from_client(frame(tool_call(7, "echo")), 2)
     assert "did not answer tools/call" in str(router.expire(8))
 
@@ -188,14 +190,16 @@ async def test_a_server_request_cancelled_by_the_server_leaves_the_proxys_timeou
     assert "did not answer tools/call within 2 s" in hung["error"]["data"]["reason"]
 
 
-def legacy_router(**settings: Any) -> Router:
-    router = Router(Options(), **settings)
+def legacy_router(**settings: Any) -> Proxy:
+    router = proxy_core(Options(), **settings)
     router.from_client(frame(request(1, "initialize", INIT)), 0)
-    router.from_server(b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{}}}', 0)
+    router.from_server(
+        UPSTREAM, b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{}}}', 0
+    )
     [_, fetch] = router.from_client(frame(INITIALIZED), 0)
     assert isinstance(fetch, ToServer)
     fetched = json.loads(fetch.data)["id"]
-    router.from_server(json.dumps({"jsonrpc": "2.0", "id": fetched, "result": {"tools": []}}).encode(), 0)
+    router.from_server(UPSTREAM, json.dumps({"jsonrpc": "2.0", "id": fetched, "result": {"tools": []}}).encode(), 0)
     return router
 
 

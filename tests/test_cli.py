@@ -164,10 +164,10 @@ def test_serve_refuses_a_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_a_double_dash_after_the_command_is_the_command_s_own(monkeypatch: pytest.MonkeyPatch) -> None:
-    import lazymcp.proxy
+    import lazymcp.run.proxy
 
     seen: list[object] = []
-    monkeypatch.setattr(lazymcp.proxy, "run_proxy", lambda upstream, *_, **__: seen.append(upstream) or 0)
+    monkeypatch.setattr(lazymcp.run.proxy, "run_proxy", lambda upstream, *_, **__: seen.append(upstream) or 0)
     assert main(["proxy", "--mode", "proxy", "npx", "-y", "pkg", "--", "--flag"]) == 0
     assert main(["proxy", "--", "npx", "-y", "pkg", "--", "--flag"]) == 0
     assert seen == [["npx", "-y", "pkg", "--", "--flag"]] * 2

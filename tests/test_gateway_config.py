@@ -9,13 +9,14 @@ import pytest
 
 from lazymcp.catalog import Packed
 from lazymcp.cli import main
+from lazymcp.core.actions import Start, Stop, ToClient, ToServer
 from lazymcp.errors import ConfigError
 from lazymcp.gateway.config import parse_config
-from lazymcp.gateway.core import Gateway
-from lazymcp.gateway.link import Send, Start, Stop, ToClient
-from lazymcp.gateway.manifest import Manifest, ManifestStore
+from lazymcp.gateway.front import Gateway
+from lazymcp.gateway.manifest import Manifest
 from lazymcp.gateway.namespace import Namespace, check_server_name
 from lazymcp.jsonrpc import notification_line, parse, request_line, result_line
+from lazymcp.run.manifests import ManifestStore
 
 
 def test_claude_desktop_and_vscode_files_read_to_the_same_servers() -> None:
@@ -137,7 +138,7 @@ def test_the_gateway_lists_from_manifests_without_starting_any_server() -> None:
     call = gateway.from_client(request_line(2, "tools/call", {"name": "b__echo", "arguments": {}}), 0.0)
     assert call == [Start("b")]
     [handshake] = gateway.started("b", 0.0)  # its handshake passes on the client's capabilities
-    assert isinstance(handshake, Send) and handshake.server == "b"
+    assert isinstance(handshake, ToServer) and handshake.server == "b"
     assert parse(handshake.data)["params"]["capabilities"] == {"sampling": {}}
 
 
@@ -197,18 +198,19 @@ def test_a_cancellation_reaches_the_server_running_the_call() -> None:
     gateway.from_client(request_line(0, "initialize", hello), 0.0)
     assert gateway.from_client(request_line(7, "tools/call", {"name": "b__slow", "arguments": {}}), 0.0) == [Start("b")]
     [init] = gateway.started("b", 0.0)
-    assert isinstance(init, Send)
+    assert isinstance(init, ToServer)
     answer: dict[str, Any] = {
         "protocolVersion": "2025-11-25",
         "capabilities": {"tools": {}},
         "serverInfo": {"name": "b", "version": "1"},
     }
     sent = gateway.from_server("b", result_line(parse(init.data)["id"], answer), 0.0)
-    [fetch] = [parse(a.data) for a in sent if isinstance(a, Send) and b"tools/list" in a.data]
-    sent = gateway.from_server("b", result_line(fetch["id"], {"tools": [dict(tool)]}), 0.0)
-    assert [parse(a.data)["params"]["name"] for a in sent if isinstance(a, Send)] == ["slow"]
+    up = [parse(a.data) for a in sent if isinstance(a, ToServer)]  # the queued call goes once the handshake is done
+    assert [m["method"] for m in up] == ["notifications/initialized", "tools/list", "tools/call"]
+    assert up[2]["id"] == 7 and up[2]["params"]["name"] == "slow"
+    gateway.from_server("b", result_line(up[1]["id"], {"tools": [dict(tool)]}), 0.0)
     cancel = notification_line("notifications/cancelled", {"requestId": 7})
-    assert gateway.from_client(cancel, 0.0) == [Send("b", cancel)]
+    assert [(a.server, a.data) for a in gateway.from_client(cancel, 0.0) if isinstance(a, ToServer)] == [("b", cancel)]
     assert gateway.from_client(notification_line("notifications/cancelled", {"requestId": 8}), 0.0) == []
 
 
@@ -222,10 +224,10 @@ def test_a_server_whose_new_list_takes_another_servers_name_fails_alone() -> Non
     gateway.from_client(request_line(0, "initialize", hello), 0.0)
     assert gateway.launch() == [Start("a")]  # no manifest: its list is needed
     [init] = gateway.started("a", 0.0)
-    assert isinstance(init, Send)
+    assert isinstance(init, ToServer)
     answer: dict[str, Any] = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "a"}}
     sent = gateway.from_server("a", result_line(parse(init.data)["id"], answer), 0.0)
-    [fetch] = [parse(a.data) for a in sent if isinstance(a, Send) and b"tools/list" in a.data]
+    [fetch] = [parse(a.data) for a in sent if isinstance(a, ToServer) and b"tools/list" in a.data]
     clash = {"name": "b_c", "inputSchema": {"type": "object"}}
     failed = gateway.from_server("a", result_line(fetch["id"], {"tools": [clash]}), 0.0)
     [stop] = [action for action in failed if isinstance(action, Stop)]

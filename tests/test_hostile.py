@@ -494,7 +494,7 @@ def test_a_client_id_that_looks_like_the_proxys_own_does_not_fail_the_upstream()
     harness.client(request("lazymcp-1", "ping"))
     harness.upstream.queue.rotate(1)
     harness.settle()
-    assert harness.router.failed is None
+    assert harness.router.upstream.failed is None
     assert answer_of(harness.received, "lazymcp-1")["result"] == {}
 
 
@@ -504,7 +504,7 @@ def test_an_upstream_without_tools_is_still_proxied() -> None:
     harness.handshake()
     harness.client(request(2, "resources/list"))
     harness.settle()
-    assert harness.router.failed is None
+    assert harness.router.upstream.failed is None
     assert "result" in answer_of(harness.received, 2)
 
 

@@ -17,11 +17,13 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client, StdioServerParameters
 
+from lazymcp.core.actions import Fail, ToClient, ToServer
+from lazymcp.core.proxy import Proxy
 from lazymcp.options import Options
-from lazymcp.router import Fail, Router, ToClient, ToServer
 from lazymcp.serve import build_server
 
 from .conftest import ERAS
+from .cores import UPSTREAM, proxy_core, wire
 from .test_transports import http_server
 
 SERVERS = Path(__file__).with_name("servers")
@@ -68,9 +70,9 @@ def text(result: dict[str, Any] | types.CallToolResult) -> dict[str, Any]:
 # --- the router (no I/O) -------------------------------------------------------------------------
 
 
-def ready_router(**settings: Any) -> Router:
-    """A router past a 2025 client's handshake, with the upstream's tools fetched."""
-    router = Router(Options(**settings))
+def ready_router(**settings: Any) -> Proxy:
+    """The proxy's core past a 2025 client's handshake, with the upstream's tools fetched."""
+    router = proxy_core(Options(**settings))
     init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
     router.from_client(line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}), 0)
     result: dict[str, Any] = {
@@ -78,19 +80,19 @@ def ready_router(**settings: Any) -> Router:
         "capabilities": {"tools": {}},
         "serverInfo": {"name": "up", "version": "1"},
     }
-    router.from_server(line({"jsonrpc": "2.0", "id": 1, "result": result}), 0)
+    router.from_server(UPSTREAM, line({"jsonrpc": "2.0", "id": 1, "result": result}), 0)
     [_, fetch] = router.from_client(line({"jsonrpc": "2.0", "method": "notifications/initialized"}), 0)
-    router.from_server(line({"jsonrpc": "2.0", "id": sent(fetch)["id"], "result": {"tools": TOOLS}}), 0)
+    router.from_server(UPSTREAM, line({"jsonrpc": "2.0", "id": sent(fetch)["id"], "result": {"tools": TOOLS}}), 0)
     assert router.catalog is not None
     return router
 
 
-def call(router: Router, request_id: int, name: str, arguments: dict[str, Any], **extra: Any) -> list[Any]:
+def call(router: Proxy, request_id: int, name: str, arguments: dict[str, Any], **extra: Any) -> list[Any]:
     params = {"name": name, "arguments": arguments, **extra}
     return router.from_client(line({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}), 0)
 
 
-def listing(router: Router, request_id: int, **params: Any) -> list[str]:
+def listing(router: Proxy, request_id: int, **params: Any) -> list[str]:
     [answer] = router.from_client(
         line({"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": params}), 0
     )
@@ -128,19 +130,21 @@ def test_invoke_tool_goes_upstream_as_the_real_tools_call_under_the_same_id() ->
         "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"progressToken": 4}},
     }
     back = line({"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "hi"}]}})
-    assert router.from_server(back, 0) == [ToClient(back)]
+    assert wire(router.from_server(UPSTREAM, back, 0)) == [("client", back)]
     [refused] = call(router, 8, "invoke_tool", {"name": "echo", "arguments": {}})
     assert isinstance(refused, ToClient) and sent(refused)["result"]["isError"] is True
 
 
 @pytest.mark.requirement("LT-18")
 def test_the_router_fails_at_start_up_when_the_configuration_names_a_tool_the_upstream_lacks() -> None:
-    router = Router(Options(mode="core", core_tools=("issues_crate",)))
+    router = proxy_core(Options(mode="core", core_tools=("issues_crate",)))
     init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
     router.from_client(line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}), 0)
-    router.from_server(line({"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {}}}), 0)
+    router.from_server(UPSTREAM, line({"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {}}}), 0)
     [_, fetch] = router.from_client(line({"jsonrpc": "2.0", "method": "notifications/initialized"}), 0)
-    [failed] = router.from_server(line({"jsonrpc": "2.0", "id": sent(fetch)["id"], "result": {"tools": TOOLS}}), 0)
+    [failed] = router.from_server(
+        UPSTREAM, line({"jsonrpc": "2.0", "id": sent(fetch)["id"], "result": {"tools": TOOLS}}), 0
+    )
     assert isinstance(failed, Fail) and "issues_crate" in failed.reason and "issues_create" in failed.reason
 
 

@@ -19,9 +19,11 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client, StdioServerParameters
 
 from lazymcp import EXT_ID, LazyClient
-from lazymcp.router import Fail, Router, ToClient, ToServer
+from lazymcp.core.actions import Fail, Ready, ToClient, ToServer
+from lazymcp.core.proxy import Proxy
 
 from .conftest import ERAS, SMALL_TOOLS, free_port, until_listening
+from .cores import UPSTREAM, proxy_core, wire
 
 SERVERS = Path(__file__).with_name("servers")
 TIMEOUT = 20
@@ -31,25 +33,28 @@ def line(message: dict[str, Any]) -> bytes:
     return orjson.dumps(message)
 
 
-def legacy_router(tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> tuple[Router, list[Any]]:
-    """A router through the 2025 handshake, with the upstream's catalog fetched."""
-    router = Router(**kwargs)
+def legacy_router(tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> tuple[Proxy, list[Any]]:
+    """The proxy's core through the 2025 handshake, with the upstream's catalog fetched."""
+    router = proxy_core(**kwargs)
     init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    assert router.from_client(line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}), 0) == [
-        ToServer(line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+    assert wire(router.from_client(line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}), 0)) == [
+        ("server", line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
     ]
     result = {
         "protocolVersion": "2025-11-25",
         "capabilities": {"tools": {}},
         "serverInfo": {"name": "u", "version": "1"},
     }
-    [answer] = router.from_server(line({"jsonrpc": "2.0", "id": 1, "result": result}), 0)
+    [answer] = router.from_server(UPSTREAM, line({"jsonrpc": "2.0", "id": 1, "result": result}), 0)
     assert isinstance(answer, ToClient)
     fetch = router.from_client(line({"jsonrpc": "2.0", "method": "notifications/initialized"}), 0)
     own = json.loads(fetch[-1].data)  # type: ignore[union-attr]
     assert own["method"] == "tools/list" and own["params"] == {"lazy": False}
-    sent = router.from_server(line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": tools or SMALL_TOOLS}}), 0)
-    return router, [answer, *sent]
+    sent = router.from_server(
+        UPSTREAM, line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": tools or SMALL_TOOLS}}), 0
+    )
+    assert [type(action) for action in sent] == [Ready]  # the first catalog: the start-up line can be said
+    return router, [answer]
 
 
 def test_the_router_advertises_the_extension_in_the_initialize_result() -> None:
@@ -76,11 +81,11 @@ def test_everything_else_passes_through_as_the_same_bytes() -> None:
         b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}',
         b'{"jsonrpc":"2.0","id":9,"result":{"role":"assistant"}}',  # answer to a sampling request
     ):
-        assert router.from_client(raw, 0) == [ToServer(raw)]
+        assert wire(router.from_client(raw, 0)) == [("server", raw)]
     back = b'{"jsonrpc":"2.0","id":7,"result":{"contents":[]}}'
-    assert router.from_server(back, 0) == [ToClient(back)]
+    assert wire(router.from_server(UPSTREAM, back, 0)) == [("client", back)]
     sampling = b'{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{}}'
-    assert router.from_server(sampling, 0) == [ToClient(sampling)]
+    assert wire(router.from_server(UPSTREAM, sampling, 0)) == [("client", sampling)]
 
 
 def test_a_late_answer_is_never_delivered_twice() -> None:
@@ -88,15 +93,15 @@ def test_a_late_answer_is_never_delivered_twice() -> None:
     request = line({"jsonrpc": "2.0", "id": 5, "method": "ping"})
     router.from_client(request, 0)
     answer = line({"jsonrpc": "2.0", "id": 5, "result": {}})
-    assert router.from_server(answer, 0) == [ToClient(answer)]
-    assert router.from_server(answer, 0) == []
+    assert wire(router.from_server(UPSTREAM, answer, 0)) == [("client", answer)]
+    assert router.from_server(UPSTREAM, answer, 0) == []
 
 
 def test_a_failed_upstream_owes_every_request_an_error() -> None:
     router, _ = legacy_router()
     for request_id in (10, "eleven"):
         router.from_client(line({"jsonrpc": "2.0", "id": request_id, "method": "resources/list"}), 0)
-    errors = router.upstream_failed("the upstream server exited with code 3")
+    errors = router.interrupt("the upstream server exited with code 3", 0)
     assert sorted(str(json.loads(e.data)["id"]) for e in errors) == ["10", "eleven"]  # type: ignore[union-attr]
     assert {json.loads(e.data)["error"]["code"] for e in errors} == {-32000}  # type: ignore[union-attr]
     [later] = router.from_client(line({"jsonrpc": "2.0", "id": 12, "method": "ping"}), 0)
@@ -105,7 +110,7 @@ def test_a_failed_upstream_owes_every_request_an_error() -> None:
 
 def test_garbage_from_the_upstream_fails_it_and_a_hang_times_out() -> None:
     router, _ = legacy_router(timeout=5)
-    assert isinstance(router.from_server(b"hello world", 0)[0], Fail)
+    assert isinstance(router.from_server(UPSTREAM, b"hello world", 0)[0], Fail)
     call = {"name": "echo", "arguments": {"text": "x"}}
     assert router.from_client(line({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}), 0)
     assert router.expire(4.9) == []
@@ -118,25 +123,28 @@ def test_list_changed_waits_for_the_new_catalog() -> None:
     router, _ = legacy_router()
     notice = b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}'
     [refetch] = router.from_client(line({"jsonrpc": "2.0", "id": 3, "method": "ping"}), 0) and router.from_server(
-        notice, 0
+        UPSTREAM, notice, 0
     )
     own = json.loads(refetch.data)  # type: ignore[union-attr]
     assert own["method"] == "tools/list"
     grown = [*SMALL_TOOLS, {"name": "new_tool", "inputSchema": {"type": "object"}}]
-    actions = router.from_server(line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": grown}}), 0)
-    assert actions == [ToClient(notice)]
+    actions = router.from_server(UPSTREAM, line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": grown}}), 0)
+    assert wire(actions) == [("client", notice)]
     assert router.catalog is not None and router.catalog.get("new_tool") is not None
 
 
 def test_tool_requests_before_the_catalog_wait_for_it() -> None:
-    router = Router()
+    router = proxy_core()
     init = {"protocolVersion": "2025-11-25", "capabilities": {"extensions": {EXT_ID: {}}}, "clientInfo": {}}
     router.from_client(line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}), 0)
-    router.from_server(line({"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {}}}), 0)
+    router.from_server(UPSTREAM, line({"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {}}}), 0)
     [fetch] = router.from_client(line({"jsonrpc": "2.0", "method": "notifications/initialized"}), 0)[1:]
     assert router.from_client(line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), 0) == []
     own = json.loads(fetch.data)  # type: ignore[union-attr]
-    [answer] = router.from_server(line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": SMALL_TOOLS}}), 0)
+    ready, answer = router.from_server(
+        UPSTREAM, line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": SMALL_TOOLS}}), 0
+    )
+    assert isinstance(ready, Ready)
     stubs = json.loads(answer.data)["result"]["tools"]  # type: ignore[union-attr]
     assert stubs[0] == {"name": "issues_create", "description": "Create an issue in a project."}
 
@@ -302,22 +310,22 @@ MODERN_META = {
 
 
 def test_a_modern_client_before_a_legacy_upstream_is_bridged() -> None:
-    router = Router()
+    router = proxy_core()
     request = {"jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": {"_meta": MODERN_META}}
     [probe] = router.from_client(line(request), 0)
     probe_message = json.loads(probe.data)  # type: ignore[union-attr]
     assert probe_message["method"] == "server/discover"
     not_found = {"jsonrpc": "2.0", "id": probe_message["id"], "error": {"code": -32601, "message": "Method not found"}}
-    [init] = router.from_server(line(not_found), 0)
+    [init] = router.from_server(UPSTREAM, line(not_found), 0)
     init_message = json.loads(init.data)  # type: ignore[union-attr]
     assert init_message["method"] == "initialize" and init_message["params"]["capabilities"] == {}
     init_result = {"protocolVersion": "2025-11-25", "capabilities": {"prompts": {}}, "serverInfo": {"name": "old"}}
-    actions = router.from_server(line({"jsonrpc": "2.0", "id": init_message["id"], "result": init_result}), 0)
+    actions = router.from_server(UPSTREAM, line({"jsonrpc": "2.0", "id": init_message["id"], "result": init_result}), 0)
     sent = [json.loads(action.data) for action in actions]  # type: ignore[union-attr]
     assert [m.get("method") for m in sent] == ["notifications/initialized", "tools/list", "prompts/list"]
     assert sent[2] == {"jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": {}}  # no envelope upstream
     assert router.bridging
-    [answer] = router.from_server(line({"jsonrpc": "2.0", "id": 1, "result": {"prompts": []}}), 0)
+    [answer] = router.from_server(UPSTREAM, line({"jsonrpc": "2.0", "id": 1, "result": {"prompts": []}}), 0)
     result = json.loads(answer.data)["result"]  # type: ignore[union-attr]
     assert result == {
         "cacheScope": "private",
@@ -329,43 +337,43 @@ def test_a_modern_client_before_a_legacy_upstream_is_bridged() -> None:
 
 
 def test_a_bridged_listen_stream_gets_the_upstreams_list_changed() -> None:
-    router = Router()
-    router.era, router.upstream_era = "modern", "legacy"
-    router._bridge.upstream_init = {"capabilities": {"tools": {}}}  # pyright: ignore[reportPrivateUsage]
-    [fetch] = router._start_fetch(0)  # pyright: ignore[reportPrivateUsage]
+    router = proxy_core()
+    router.session.record.era, router.upstream.era = "modern", "legacy"
+    router.session.bridge.upstream_init = {"capabilities": {"tools": {}}}
+    [fetch] = router.upstream.fetch(0)
     own = json.loads(fetch.data)  # type: ignore[union-attr]
-    router.from_server(line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": SMALL_TOOLS}}), 0)
+    router.from_server(UPSTREAM, line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": SMALL_TOOLS}}), 0)
     listen = {"notifications": {"toolsListChanged": True}, "_meta": MODERN_META}
     [ack] = router.from_client(line({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": listen}), 0)
     assert json.loads(ack.data)["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 9}  # type: ignore[union-attr]
-    [refetch] = router.from_server(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}', 0)
+    [refetch] = router.from_server(UPSTREAM, b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}', 0)
     own = json.loads(refetch.data)  # type: ignore[union-attr]
-    [event] = router.from_server(line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": SMALL_TOOLS[:1]}}), 0)
+    [event] = router.from_server(
+        UPSTREAM, line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": SMALL_TOOLS[:1]}}), 0
+    )
     assert json.loads(event.data) == {  # type: ignore[union-attr]
         "jsonrpc": "2.0",
         "method": "notifications/tools/list_changed",
         "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 9}},
     }
     sampling = b'{"jsonrpc":"2.0","id":4,"method":"sampling/createMessage","params":{}}'
-    [refusal] = router.from_server(sampling, 0)
+    [refusal] = router.from_server(UPSTREAM, sampling, 0)
     assert isinstance(refusal, ToServer) and json.loads(refusal.data)["error"]["code"] == -32601
 
 
 def test_a_bridged_result_goes_through_the_2026_wire_model_of_the_proxys_router() -> None:
     from lazymcp.limits import Limits
-    from lazymcp.link import proxy_core
+    from lazymcp.run.proxy import proxy_core as run_proxy_core
 
-    core = proxy_core(["server"], None, Limits())
-    core.launch()  # the proxy's one server: its router is made when it starts
-    router = core.links["upstream"].router
-    assert router is not None
-    router.era, router.upstream_era = "modern", "legacy"
-    router._bridge.upstream_init = {"capabilities": {"resources": {}}}  # pyright: ignore[reportPrivateUsage]
+    router = run_proxy_core(["server"], None, Limits())
+    router.started(UPSTREAM, 0)
+    router.session.record.era, router.upstream.era = "modern", "legacy"
+    router.session.bridge.upstream_init = {"capabilities": {"resources": {}}}
     request = {"jsonrpc": "2.0", "id": 5, "method": "resources/list", "params": {"_meta": MODERN_META}}
     [up] = router.from_client(line(request), 0)
     assert isinstance(up, ToServer) and "_meta" not in json.loads(up.data)["params"]  # the envelope stays behind
     legacy = {"resources": [{"uri": "file:///a", "name": "a", "bogus": 1}], "nextCursor": None, "extra": 2}
-    [down] = router.from_server(line({"jsonrpc": "2.0", "id": 5, "result": legacy}), 0)
+    [down] = router.from_server(UPSTREAM, line({"jsonrpc": "2.0", "id": 5, "result": legacy}), 0)
     assert json.loads(down.data)["result"] == {  # type: ignore[union-attr]
         "resources": [{"uri": "file:///a", "name": "a"}],  # what 2026-07-28 does not define is dropped
         "ttlMs": 0,
@@ -498,12 +506,12 @@ def test_time_the_upstream_waits_on_the_client_is_not_a_hang() -> None:
     call = {"name": "echo", "arguments": {"text": "x"}, "_meta": {"progressToken": "t1"}}
     router.from_client(line({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}), 0)
     asking = b'{"jsonrpc":"2.0","id":0,"method":"elicitation/create","params":{}}'
-    assert router.from_server(asking, 1) == [ToClient(asking)]
+    assert wire(router.from_server(UPSTREAM, asking, 1)) == [("client", asking)]
     assert router.expire(60) == []  # the user is still answering
     router.from_client(b'{"jsonrpc":"2.0","id":0,"result":{"action":"decline"}}', 61)
     assert router.expire(65) == []  # the clock restarted when the client answered
     progress = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t1","progress":1}}'
-    router.from_server(progress, 65)
+    router.from_server(UPSTREAM, progress, 65)
     assert router.expire(69) == []  # progress on the request restarted its clock again
     [fail] = router.expire(70.1)
     assert isinstance(fail, Fail)

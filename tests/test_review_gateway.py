@@ -17,9 +17,10 @@ import anyio
 import pytest
 
 from lazymcp.gateway.config import ServerEntry
-from lazymcp.gateway.core import Gateway
-from lazymcp.link import Link, sdk_serializer
+from lazymcp.gateway.front import Gateway
 from lazymcp.options import Options
+from lazymcp.run.driver import Driver
+from lazymcp.run.wire import sdk_serializer
 
 from .test_bounded import INIT, INITIALIZED, MODERN, TIMEOUT, Peer, hostile, request, tool_call
 
@@ -104,17 +105,17 @@ async def test_a_servers_cancellation_of_its_request_names_the_id_the_client_was
     assert cancelled == asked, f"asked as {asked}, cancelled as {cancelled}"
 
 
-async def _link(**settings: Any) -> tuple[Gateway, Link, list[dict[str, Any]]]:
+async def _link(**settings: Any) -> tuple[Gateway, Driver, list[dict[str, Any]]]:
     entry = ServerEntry("h", command=tuple(hostile()))
     core = Gateway([entry], Options(mode="eager"), serialize=sdk_serializer, **settings)
     out: list[dict[str, Any]] = []
-    link = Link(core, lambda line: out.append(json.loads(line)))
+    link = Driver(core, lambda frame: out.append(frame.message))
     await link.start()
     return core, link, out
 
 
-def _send(link: Link, message: dict[str, Any]) -> None:
-    link.from_client(json.dumps(message).encode(), message)
+def _send(link: Driver, message: dict[str, Any]) -> None:
+    link.from_client(json.dumps(message).encode())
 
 
 async def _answered(out: list[dict[str, Any]], request_id: object) -> dict[str, Any]:
@@ -141,7 +142,7 @@ async def test_server_requests_the_server_cancels_leave_nothing_behind_in_the_ga
             for number in range(2, 42):
                 _send(link, tool_call(number, "h__ask", cancel=True))
                 await _answered(out, number)
-            left = len(core._asked)  # pyright: ignore[reportPrivateUsage]
+            left = len(core.session.asked)
         finally:
             await link.close()
     assert left == 0, f"{left} cancelled server requests are still mapped"
@@ -162,7 +163,7 @@ async def test_cancelled_2026_calls_leave_nothing_behind_in_the_gateway() -> Non
                 _send(link, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": number}})
             _send(link, modern(99, "ping"))
             await _answered(out, 99)
-            left = len(core._modern._calls)  # pyright: ignore[reportPrivateUsage]
+            left = len(core.session.calls)
         finally:
             await link.close()
     assert left == 0, f"{left} cancelled 2026 calls are still kept"

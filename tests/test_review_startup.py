@@ -54,8 +54,8 @@ def test_the_gateway_refuses_an_address_it_cannot_listen_on_in_one_line(tmp_path
 def test_the_gateways_start_up_line_writes_an_ipv6_address_as_a_url(tmp_path: Path) -> None:
     """``--http [::1]:PORT`` is parsed to host ``::1``; the start-up line must name ``http://[::1]:PORT/mcp``
     (checked on the line itself: this machine may not listen on IPv6 at all)."""
-    from lazymcp.gateway.core import Gateway
-    from lazymcp.gateway.run import start_line
+    from lazymcp.gateway.front import Gateway
+    from lazymcp.run.gateway import start_line
 
     line = start_line(Gateway([]), str(tmp_path / "mcp.json"), ("::1", 8123), eager=False)
     assert "clients on http://[::1]:8123/mcp" in line, line

@@ -129,7 +129,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def proxy(args: argparse.Namespace, command: list[str]) -> int:
     """``lazymcp proxy``: any server made lazy, for clients on stdio or streamable HTTP."""
-    from lazymcp.proxy import run_proxy
+    from lazymcp.run.proxy import run_proxy
 
     if bool(command) == bool(args.url):
         raise ConfigError("give the upstream as a command (lazymcp proxy [--] COMMAND ARGS...) or as --url URL, once")
@@ -154,7 +154,7 @@ def proxy(args: argparse.Namespace, command: list[str]) -> int:
 
 def gateway(args: argparse.Namespace) -> int:
     """``lazymcp gateway``: every server of a configuration behind one lazy endpoint."""
-    from lazymcp.gateway.run import run_gateway
+    from lazymcp.run.gateway import run_gateway
 
     options = options_of(args)
     mode = args.gateway_mode
@@ -228,8 +228,8 @@ def stats(args: argparse.Namespace, command: list[str]) -> int:
 
 def _config_stats(path: str, options: Options) -> int:
     """``lazymcp stats --config FILE``: print the configuration's costs."""
-    from lazymcp.gateway.run import Launch, read_config
     from lazymcp.gateway.stats import measure, render
+    from lazymcp.run.gateway import Launch, read_config
 
     config = read_config(path)
     if config.warnings:

@@ -1,6 +1,7 @@
 """The gateway: every MCP server of a user's configuration behind one lazy endpoint.
 
 ``config`` reads the configuration files clients already have, ``namespace`` names each server's tools,
-``manifest`` caches each server's tool list, ``core`` is the sans-IO gateway over one ``Router`` per
-server, and ``run`` is its I/O.
+``merged`` builds the one catalog, ``manifest`` is a server's cached lists, ``lifecycle`` a server's
+states, ``servers`` every server of a session, ``passthrough`` routes prompts and resources, and
+``front`` is the sans-IO core the client meets. Its I/O is ``lazymcp.run.gateway``.
 """

@@ -65,7 +65,7 @@ class Passthrough:
         gather = self.gathers.get(str(request_id).removesuffix(server))
         return gather.method if gather is not None and server in gather.waiting else None
 
-    def part(self, server: str, message: Message) -> bytes | None:
+    def part(self, server: str, message: Message) -> Message | None:
         """Take a server's part (or failure); the client's answer once every part is in."""
         own = str(message.get("id"))
         gather = self.gathers.get(own.removesuffix(server))
@@ -78,7 +78,7 @@ class Passthrough:
         if gather.waiting:
             return None
         del self.gathers[own.removesuffix(server)]
-        return jsonrpc.result_line(gather.request_id, {LISTS[gather.method]: self._joined(gather)})
+        return {"jsonrpc": "2.0", "id": gather.request_id, "result": {LISTS[gather.method]: self._joined(gather)}}
 
     def _joined(self, gather: Gather) -> list[Any]:
         joined: list[Any] = []

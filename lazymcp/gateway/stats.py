@@ -11,10 +11,10 @@ import asyncio
 from dataclasses import dataclass
 
 from lazymcp.files import cache_dir
-from lazymcp.gateway.manifest import ManifestStore
-from lazymcp.gateway.run import Launch, build_gateway, refresh
 from lazymcp.methods import Caller, list_tools
 from lazymcp.options import Options
+from lazymcp.run.gateway import Launch, build_gateway, refresh
+from lazymcp.run.manifests import ManifestStore
 from lazymcp.stats import computed_listings
 from lazymcp.tokens import ListingSize
 
@@ -54,8 +54,8 @@ def measure(launch: Launch) -> ConfigCost:
         asyncio.run(refresh(launch))
     gateway = build_gateway(Launch(launch.config, launch.options, launch.mode, launch.budget), store)
     servers: list[ServerCost] = []
-    for name, link in gateway.links.items():
-        tools = list(link.tools or ())
+    for server in gateway.servers:
+        name, tools = server.name, list(server.tools or ())
         alone = computed_listings(tools, Options())["stock"]
         servers.append(ServerCost(name, len(tools), ListingSize.of(tools), ListingSize.of(alone)))
     listing = list_tools(gateway.catalog, {}, Caller()).result["tools"]

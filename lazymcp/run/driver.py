@@ -1,85 +1,76 @@
-"""One client, the servers behind it, and the gateway core between them: the session both client
-sides (stdio, ``lazymcp.proxy``; HTTP, ``lazymcp.proxy_http``) run, for the proxy (a transparent
-gateway of one server) and the gateway alike.
+"""One client, the servers behind it, and a sans-IO core between them: the session both client sides
+(stdio, ``lazymcp.run.stdio``; HTTP, ``lazymcp.run.http_front``) drive, for the proxy and the gateway alike.
 
-A ``Link`` only carries out the core's decisions: it starts and stops the servers' processes or
-connections, feeds lines both ways, writes manifests, and owns the three endings of a session:
+A ``Driver`` only carries out its core's decisions (``lazymcp.core.actions``): it starts and stops the
+servers' processes or connections, feeds messages both ways, writes manifests, and owns the three endings
+of a session:
 - the client's input ends (``client_gone``): every request already read is still answered, waiting
-  up to the timeout for the servers, and then the link ends with status 0;
+  up to the timeout for the servers, and then the driver ends with status 0;
 - the session fails (``fail``: the proxy's server broke, or the drain ran out of time): what is owed
-  is answered with an error, and the link ends with 1;
+  is answered with an error, and the driver ends with 1;
 - it is told to stop (``interrupt``, on SIGTERM or SIGINT): the same, at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lazymcp import jsonrpc
+from lazymcp.core.actions import Action, Core, Fail, Ready, Save, Say, Start, Stop, ToClient, ToServer
 from lazymcp.errors import ErrorCode, UpstreamError
-from lazymcp.gateway.link import Action, Fail, Save, Say, Send, Start, Stop, ToClient
-from lazymcp.limits import EXPIRE_EVERY, Limits
+from lazymcp.jsonrpc import Frame
+from lazymcp.limits import EXPIRE_EVERY
 from lazymcp.notices import proxy_catalog_in, say
-from lazymcp.options import Options
-from lazymcp.upstream import LineSink, Upstream
+from lazymcp.run.connections import Connection, connect
 
 if TYPE_CHECKING:
     from lazymcp.gateway.config import ServerEntry
-    from lazymcp.gateway.core import Gateway
-    from lazymcp.gateway.manifest import ManifestStore
-
+    from lazymcp.run.manifests import ManifestStore
 
 CLOSE_GRACE = 10.0
 """Seconds ``close`` waits for the servers to stop (each gets ``SHUTDOWN_GRACE`` to exit, then a signal)."""
 
-
-def upstream_of(entry: ServerEntry) -> Upstream:
-    """How a server of the configuration is reached: its process, or its URL."""
-    if entry.url is not None:
-        from lazymcp.upstream import HttpUpstream
-
-        return HttpUpstream(entry.url, entry.headers)
-    from lazymcp.upstream import ProcessUpstream
-
-    return ProcessUpstream(entry.command, entry.env, entry.cwd)
+FrameSink = Callable[[Frame], None]
 
 
-class Link:
-    """One client, its servers, and the gateway core between them."""
+class Driver:
+    """One client, its servers, and the core between them."""
 
     def __init__(
         self,
-        core: Gateway,
-        to_client: LineSink,
+        core: Core,
+        to_client: FrameSink,
         *,
         store: ManifestStore | None = None,
-        connect: Callable[[ServerEntry], Upstream] = upstream_of,
+        connector: Callable[[ServerEntry], Connection] = connect,
     ) -> None:
         self.core = core
-        self.command = "proxy" if core.transparent else "gateway"
-        """What runs, as its reports on stderr name it."""
         self.to_client = to_client
         self.store = store
-        self.connect = connect
+        self.connector = connector
         self.loop = asyncio.get_running_loop()
         self.done: asyncio.Future[int] = self.loop.create_future()
         """Resolves to 0 when the client leaves (its requests answered), 1 when the session fails."""
         self.failure: str | None = None
-        self.upstreams: dict[str, Upstream] = {}
+        self.connections: dict[str, Connection] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
         self.on_pressure: Callable[[str, bool], None] = lambda server, paused: None
         """A server's input is full (True) or drained (False): its client side should stop reading."""
         self._paused = False
         self._starting: list[asyncio.Future[None]] | None = None
-        self._stops: dict[Upstream, asyncio.Event] = {}
+        self._stops: dict[Connection, asyncio.Event] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._draining: float | None = None  # when the client's input ended: the drain's deadline
 
+    def say(self, text: str) -> None:
+        """Report on stderr, named after what runs."""
+        say(self.core.command, text)
+
     async def start(self, eager: bool = False) -> None:
         """Start the servers the core runs at launch, and wait until each runs or has failed; a failure
-        that ends the session ends the link (``done``)."""
+        that ends the session ends the driver (``done``)."""
         self._starting = []
         self._carry_out(self.core.launch(eager))
         starting, self._starting = self._starting, None
@@ -88,19 +79,14 @@ class Link:
         if not self.done.done():
             self._expire()
 
-    def say(self, text: str) -> None:
-        """Report on stderr, named after what runs."""
-        say(self.command, text)
-
-    def from_client(self, line: bytes, message: jsonrpc.Message | None = None) -> None:
-        """One client line; ``message`` is the line already parsed, when the caller has parsed it."""
+    def from_client(self, data: bytes | Frame) -> None:
+        """One client message: its line, or its frame when the caller has parsed it."""
         try:
-            actions = self.core.from_client(line, self.loop.time(), message)
+            actions = self.core.from_client(data, self.loop.time())
         except Exception as exc:  # a bug must cost one request, never the session
             self.say(f"internal error on a client message: {exc!r}")
-            actions: list[Action] = [
-                ToClient(jsonrpc.error_line(id_of(line), ErrorCode.INTERNAL_ERROR, "Internal error"))
-            ]
+            error = jsonrpc.error_message(_id_of(data), ErrorCode.INTERNAL_ERROR, "Internal error")
+            actions: list[Action] = [ToClient(Frame(error))]
         self._carry_out(actions)
 
     def from_server(self, server: str, line: bytes) -> None:
@@ -111,9 +97,6 @@ class Link:
         except Exception as exc:
             self.say(f"internal error on a message of server {server!r}: {exc!r}")
             return
-        catalog = self.core.upstream_catalog
-        if catalog is not None:
-            proxy_catalog_in(catalog)  # the start-up line, once per process
         self._carry_out(actions)
 
     def client_gone(self) -> None:
@@ -124,7 +107,7 @@ class Link:
         self._settle()
 
     def fail(self, reason: str) -> None:
-        """Answer what is owed, report the cause, and end the link with status 1."""
+        """Answer what is owed, report the cause, and end the driver with status 1."""
         if self.done.done():
             return
         self.failure = reason
@@ -142,17 +125,17 @@ class Link:
     def pause(self, paused: bool) -> None:
         """Stop (True) or resume (False) reading every server: the client is not reading what they send."""
         self._paused = paused
-        for upstream in self.upstreams.values():
-            upstream.pause(paused)
+        for connection in self.connections.values():
+            connection.pause(paused)
 
     def _carry_out(self, actions: list[Action]) -> None:
         for action in actions:
             if isinstance(action, ToClient):
-                self.to_client(action.data)
-            elif isinstance(action, Send):
-                upstream = self.upstreams.get(action.server)
-                if upstream is not None:
-                    upstream.send(action.data)
+                self.to_client(action.frame)
+            elif isinstance(action, ToServer):
+                connection = self.connections.get(action.server)
+                if connection is not None:
+                    connection.send(action.frame.line)
             elif isinstance(action, Start):
                 self._spawn(action.server)
             elif isinstance(action, Stop):
@@ -162,6 +145,8 @@ class Link:
                 self.say(action.text)
             elif isinstance(action, Save):
                 self._save(action)
+            elif isinstance(action, Ready):
+                proxy_catalog_in(action.catalog)  # the start-up line, once per process
             elif isinstance(action, Fail):  # pyright: ignore[reportUnnecessaryIsInstance]
                 self.fail(action.reason)
                 return
@@ -181,58 +166,58 @@ class Link:
     async def _run(self, server: str, ready: asyncio.Future[None]) -> None:
         """One server's whole life in one task, since a connection's scopes (the SDK's HTTP client) must
         be left in the task that entered them: started, run until ``_stop`` or ``close``, stopped."""
-        upstream = self.connect(self.core.links[server].entry)
-        stop = self._stops[upstream] = asyncio.Event()
+        connection = self.connector(self.core.entry(server))
+        stop = self._stops[connection] = asyncio.Event()
         try:
-            await self._start(server, upstream)
+            await self._start(server, connection)
             if not ready.done():
                 ready.set_result(None)
-            if self.upstreams.get(server) is upstream:
+            if self.connections.get(server) is connection:
                 await stop.wait()
         finally:
             if not ready.done():
                 ready.set_result(None)
-            del self._stops[upstream]
-            await upstream.stop()
+            del self._stops[connection]
+            await connection.stop()
 
-    async def _start(self, server: str, upstream: Upstream) -> None:
-        self.upstreams[server] = upstream
-        upstream.on_pressure = lambda paused: self.on_pressure(server, paused)
+    async def _start(self, server: str, connection: Connection) -> None:
+        self.connections[server] = connection
+        connection.on_pressure = lambda paused: self.on_pressure(server, paused)
 
         def on_line(line: bytes) -> None:
-            if self.upstreams.get(server) is upstream:
+            if self.connections.get(server) is connection:
                 self.from_server(server, line)
 
         def on_gone(reason: str) -> None:
-            if self.upstreams.get(server) is upstream and not self.done.done():
+            if self.connections.get(server) is connection and not self.done.done():
                 self._carry_out(self.core.start_failed(server, reason, self.loop.time()))
 
         try:
-            await upstream.start(on_line, on_gone)
+            await connection.start(on_line, on_gone)
         except UpstreamError as exc:
-            if self.upstreams.get(server) is upstream:
-                del self.upstreams[server]
+            if self.connections.get(server) is connection:
+                del self.connections[server]
                 self._carry_out(self.core.start_failed(server, exc.message, self.loop.time()))
             return
-        if self.upstreams.get(server) is not upstream or self.done.done():
-            self.upstreams.pop(server, None)
+        if self.connections.get(server) is not connection or self.done.done():
+            self.connections.pop(server, None)
             return  # given up on while it started: ``_run`` stops it
         if self._paused:
-            upstream.pause(True)
+            connection.pause(True)
         self._carry_out(self.core.started(server, self.loop.time()))
 
     def _stop(self, server: str) -> None:
-        upstream = self.upstreams.pop(server, None)
-        if upstream is not None:
+        connection = self.connections.pop(server, None)
+        if connection is not None:
             self.on_pressure(server, False)  # a server that stopped reading holds the client no more
-            stop = self._stops.get(upstream)
+            stop = self._stops.get(connection)
             if stop is not None:
                 stop.set()
 
     def _save(self, action: Save) -> None:
         if self.store is None:
             return
-        entry = self.core.links[action.server].entry
+        entry = self.core.entry(action.server)
         try:
             self.store.save(entry.identity(), action.tools, action.version, action.lists)
         except OSError as exc:
@@ -252,12 +237,12 @@ class Link:
             self._timer = self.loop.call_later(EXPIRE_EVERY, self._expire)
 
     async def close(self) -> None:
-        """End the link: stop every server, and wait (bounded) for their processes."""
+        """End the driver: stop every server, and wait (bounded) for their processes."""
         if self._timer is not None:
             self._timer.cancel()
         if not self.done.done():
             self.done.set_result(0)
-        self.upstreams.clear()
+        self.connections.clear()
         for stop in self._stops.values():
             stop.set()
         if self.tasks:
@@ -266,43 +251,11 @@ class Link:
                 task.cancel()
 
 
-def id_of(line: bytes) -> jsonrpc.RequestId | None:
-    try:
-        request_id = jsonrpc.parse(line).get("id")
-    except jsonrpc.NotJSONRPC:
-        return None
+def _id_of(data: bytes | Frame) -> jsonrpc.RequestId | None:
+    if isinstance(data, bytes):
+        try:
+            data = Frame.read(data)
+        except jsonrpc.NotJSONRPC:
+            return None
+    request_id = data.id
     return request_id if jsonrpc.valid_id(request_id) else None
-
-
-def proxy_core(upstream: Sequence[str] | str, options: Options | None, limits: Limits) -> Gateway:
-    """The proxy: a transparent gateway over one server (a command, or a streamable-HTTP URL), with the
-    SDK's 2026 wire model for the results it bridges."""
-    from lazymcp.gateway.config import ServerEntry
-    from lazymcp.gateway.core import Gateway
-    from lazymcp.version import __version__
-
-    if isinstance(upstream, str):
-        entry = ServerEntry("upstream", url=upstream)
-    else:
-        entry = ServerEntry("upstream", command=tuple(upstream))
-    return Gateway(
-        [entry],
-        options or Options(),
-        timeout=limits.timeout or None,
-        client_timeout=limits.client_timeout,
-        client_info={"name": "lazymcp-proxy", "version": __version__},
-        serialize=sdk_serializer,
-        transparent=True,
-    )
-
-
-def sdk_serializer(method: str, version: str, result: dict[str, Any]) -> dict[str, Any] | None:
-    """A result through the SDK's wire model of ``method`` in ``version``; None when the model has no
-    such method or refuses the result (the bridge then relays it as it came)."""
-    from mcp_types import methods as wire  # loaded on the first bridged result, not at start-up
-    from pydantic import ValidationError
-
-    try:
-        return wire.serialize_server_result(method, version, result)
-    except (KeyError, ValidationError):
-        return None

@@ -1,5 +1,5 @@
-"""The proxy's upstream: a spawned server over its stdio (``ProcessUpstream``) or a streamable-HTTP
-server (``HttpUpstream``), both behind one small interface that moves lines.
+"""How a server is reached: a spawned process over its stdio (``ProcessConnection``) or a
+streamable-HTTP server (``HttpConnection``), both behind one small interface that moves lines.
 
 Both apply backpressure: when the server does not take what is sent (its stdin pipe is full, or the
 HTTP outbox holds ``OUTBOX`` lines), ``on_pressure(True)`` tells the owner to stop reading from the
@@ -15,7 +15,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -24,12 +24,15 @@ from lazymcp import jsonrpc
 from lazymcp.errors import UpstreamError
 from lazymcp.limits import OUTBOX, READ_SIZE, SHUTDOWN_GRACE
 
+if TYPE_CHECKING:
+    from lazymcp.gateway.config import ServerEntry
+
 LineSink = Callable[[bytes], None]
 Pressure = Callable[[bool], None]
 
 
-class Upstream(Protocol):
-    """Where the server is: started once, fed lines, reporting its lines and its end."""
+class Connection(Protocol):
+    """A server's process or connection: started once, fed lines, reporting its lines and its end."""
 
     async def start(self, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
         """Connect. Raises ``UpstreamError`` when the server cannot be reached or started."""
@@ -114,9 +117,9 @@ class Lines(asyncio.Protocol):
 
 
 class _ChildPipes(asyncio.SubprocessProtocol):
-    def __init__(self, upstream: ProcessUpstream) -> None:
-        self.upstream = upstream
-        self.lines = Lines(upstream.on_line, upstream.closed_stdout)
+    def __init__(self, connection: ProcessConnection) -> None:
+        self.connection = connection
+        self.lines = Lines(connection.on_line, connection.closed_stdout)
         self.exited = asyncio.Event()
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
@@ -128,17 +131,17 @@ class _ChildPipes(asyncio.SubprocessProtocol):
             self.lines.eof_received()
 
     def pause_writing(self) -> None:  # the server's stdin is full: it is not reading
-        self.upstream.on_pressure(True)
+        self.connection.on_pressure(True)
 
     def resume_writing(self) -> None:
-        self.upstream.on_pressure(False)
+        self.connection.on_pressure(False)
 
     def process_exited(self) -> None:
         self.exited.set()
-        self.upstream.exited()
+        self.connection.exited()
 
 
-class ProcessUpstream:
+class ProcessConnection:
     """A server spawned as a child process, over its stdin and stdout; its stderr is ours."""
 
     def __init__(self, command: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
@@ -218,6 +221,13 @@ class ProcessUpstream:
         transport.close()
 
 
+def connect(entry: ServerEntry) -> Connection:
+    """How a server of the configuration is reached: its process, or its URL."""
+    if entry.url is not None:
+        return HttpConnection(entry.url, entry.headers)
+    return ProcessConnection(entry.command, entry.env, entry.cwd)
+
+
 _COERCED = frozenset({"C.UTF-8", "C.utf8", "UTF-8"})
 
 
@@ -234,7 +244,7 @@ def child_environment() -> dict[str, str]:
     return env
 
 
-class HttpUpstream:
+class HttpConnection:
     """A streamable-HTTP server, through the SDK's client transport.
 
     Lines are parsed once on the way up (the SDK's writer takes a typed message) and encoded once on

@@ -1,10 +1,10 @@
-"""The HTTP client side of the proxy and the gateway (``--http``): ``/mcp`` in front of their links.
+"""The HTTP client side of the proxy and the gateway (``--http``): ``/mcp`` in front of their sessions.
 
 ``/mcp`` takes one JSON-RPC message per POST and answers a request with JSON.
-- A 2025-11-25 client gets a session at ``initialize`` (``Mcp-Session-Id``), its own router and its
-  own gateway core and servers (a spawned server serves one client); what the server sends outside a response
+- A 2025-11-25 client gets a session at ``initialize`` (``Mcp-Session-Id``), its own core and its own
+  servers (a spawned server serves one client); what the server sends outside a response
   (notifications, its requests to the client) goes on the session's GET event stream; DELETE ends it.
-- 2026-07-28 requests carry everything they need, so they share one router and one upstream. Their
+- 2026-07-28 requests carry everything they need, so they share one core and its servers. Their
   ids and progress tokens are made unique on the way up and restored on the way down, since two
   clients may both use id 1; a 2026 client cancels a request by closing its POST, and a
   ``notifications/cancelled`` it posts is not forwarded, since it could name another client's request.
@@ -27,11 +27,9 @@ web page can send a ``text/plain`` POST without a CORS preflight.
 from __future__ import annotations
 
 import asyncio
-import itertools
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import uuid4
 
 from starlette.applications import Starlette
@@ -40,18 +38,17 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from lazymcp import jsonrpc
-from lazymcp.addresses import LOOPBACK, is_loopback, open_front_warning
-from lazymcp.bridge import SUBSCRIPTION_ID_KEY
+from lazymcp.core.actions import Core
 from lazymcp.errors import ErrorCode
+from lazymcp.jsonrpc import Frame
 from lazymcp.limits import DropOldest, Limits, fix_mmap_threshold
-from lazymcp.link import Link, proxy_core
-from lazymcp.notices import say
-from lazymcp.options import Options
+from lazymcp.run.driver import Driver
+from lazymcp.run.http_checks import Guard, error_response, malformed, principal_of, refuse_non_json
+from lazymcp.run.http_sessions import HttpSession, event_stream
 
 if TYPE_CHECKING:
     from lazymcp.auth import Access
-    from lazymcp.gateway.core import Gateway
-    from lazymcp.gateway.manifest import ManifestStore
+    from lazymcp.run.manifests import ManifestStore
 
 SESSION_HEADER = "mcp-session-id"
 PROTOCOL_HEADER = "mcp-protocol-version"
@@ -59,69 +56,15 @@ MODERN_VERSIONS = frozenset({"2026-07-28"})
 IDLE_SECONDS = 30 * 60
 """A 2025 client session with no request for this long is ended (clients often never send DELETE)."""
 ANSWER_GRACE = 5.0
-"""Seconds past the timeout a POST waits, so the router's own timeout answers it first."""
-
-
-class HttpSession:
-    """One session of HTTP clients behind one link: answers matched to the POSTs waiting for them."""
-
-    def __init__(self, link: Callable[[Callable[[bytes], None]], Link], *, remap_ids: bool, limits: Limits) -> None:
-        self.link = link(self._to_client)
-        self.remap_ids = remap_ids
-        self.limits = limits
-        self.waiting: dict[tuple[str, object], asyncio.Future[jsonrpc.Message]] = {}
-        self.events: DropOldest[bytes] = DropOldest(limits.event_buffer, self._dropping)
-        self.listens: dict[object, DropOldest[bytes]] = {}
-        self.last_seen = asyncio.get_running_loop().time()
-        self.principal: object = None
-        """Who opened it (an OAuth token's client, issuer and subject); only they may use it."""
-        self.streams = 0
-        """Event streams open on this session (GET, listen): a session with one is busy."""
-        self._ids = itertools.count(1)
-
-    def _dropping(self) -> None:
-        size = self.limits.event_buffer
-        self.link.say(f"a session's event stream is not being read: past {size} messages the oldest are dropped")
-
-    def _to_client(self, line: bytes) -> None:
-        message = jsonrpc.parse(line)
-        if "method" not in message:
-            waiter = self.waiting.pop(jsonrpc.id_key(message.get("id")), None)
-            if waiter is not None and not waiter.done():
-                waiter.set_result(message)
-            return  # an answer nobody waits for (cancelled, timed out) has no stream to go to
-        stream = self.listens.get(jsonrpc.params_meta(message).get(SUBSCRIPTION_ID_KEY))
-        (stream if stream is not None else self.events).put(line)
-
-    def next_id(self) -> int:
-        return next(self._ids)
-
-    def cancel(self, key: object, reason: str) -> None:
-        """The client gave up on a request: the upstream is told, and its answer will be dropped."""
-        if self.waiting.pop(jsonrpc.id_key(key), None) is not None:
-            notice = {
-                "jsonrpc": "2.0",
-                "method": "notifications/cancelled",
-                "params": {"requestId": key, "reason": reason},
-            }
-            self.link.from_client(jsonrpc.encode(notice), notice)
-
-    async def close(self, reason: str) -> None:
-        """End the session: every POST still waiting gets an error, and the upstream is reaped."""
-        self.link.interrupt(reason, 0)
-        for key, waiter in list(self.waiting.items()):
-            if not waiter.done():
-                waiter.set_result(jsonrpc.error_message(key[1], ErrorCode.UPSTREAM_ERROR, f"Session ended: {reason}"))
-        self.waiting.clear()
-        await self.link.close()
+"""Seconds past the timeout a POST waits, so the core's own timeout answers it first."""
 
 
 class HttpFront:
-    """The ``/mcp`` endpoint in front of the sessions: each a ``Link`` over a core ``make_core`` builds."""
+    """The ``/mcp`` endpoint in front of the sessions: each a ``Driver`` over a core ``make_core`` builds."""
 
     def __init__(
         self,
-        make_core: Callable[[], Gateway],
+        make_core: Callable[[], Core],
         limits: Limits,
         host: str,
         *,
@@ -217,17 +160,17 @@ class HttpFront:
                 None, 503, f"Too many sessions: the {self.name} serves at most {limit} busy ones (--max-sessions)"
             )
         side = HttpSession(
-            lambda sink: Link(self.make_core(), sink, store=self.store), remap_ids=remap_ids, limits=self.limits
+            lambda sink: Driver(self.make_core(), sink, store=self.store), remap_ids=remap_ids, limits=self.limits
         )
         try:
-            await side.link.start(self.eager)
+            await side.driver.start(self.eager)
         except Exception as exc:  # a bug must cost one session, never the front
-            side.link.fail(f"internal error starting a session: {exc!r}")
-        if side.link.done.done():
-            message = side.link.failure or "the session ended"
-            await side.link.close()
+            side.driver.fail(f"internal error starting a session: {exc!r}")
+        if side.driver.done.done():
+            message = side.driver.failure or "the session ended"
+            await side.driver.close()
             return error_response(None, 502, f"Upstream unavailable: {message}", code=ErrorCode.UPSTREAM_ERROR)
-        side.link.done.add_done_callback(lambda _: self._ended(side))
+        side.driver.done.add_done_callback(lambda _: self._ended(side))
         return side
 
     def _ended(self, side: HttpSession) -> None:
@@ -238,7 +181,7 @@ class HttpFront:
         for principal, known in list(self.moderns.items()):
             if known is side:
                 del self.moderns[principal]
-        self._reap_later(side, side.link.failure or "the session ended")
+        self._reap_later(side, side.driver.failure or "the session ended")
 
     async def endpoint(self, request: Request) -> Response:
         refused = await self.access.check(request) if self.access is not None else None
@@ -275,10 +218,11 @@ class HttpFront:
         if isinstance(body, Response):
             return body
         try:
-            message = jsonrpc.parse(body)
+            frame = Frame.read(body)
         except jsonrpc.NotJSONRPC:
             return error_response(None, 400, "Parse error: not a JSON-RPC message", code=ErrorCode.PARSE_ERROR)
-        invalid = _invalid(message)
+        message = frame.message
+        invalid = malformed(message)
         if invalid is not None:
             return error_response(None, 400, f"Invalid request: {invalid}")
         method = message.get("method")
@@ -288,7 +232,7 @@ class HttpFront:
         if modern:
             async with self._modern_lock:
                 side = self.moderns.get(principal)
-                if side is None or side.link.done.done():
+                if side is None or side.driver.done.done():
                     opened = await self._open(remap_ids=True)
                     if isinstance(opened, Response):
                         return opened
@@ -309,23 +253,24 @@ class HttpFront:
             side = found
         side.last_seen = asyncio.get_running_loop().time()
         if method is None or "id" not in message:  # a notification, or the client's answer to the server
-            return self._notify(side, message, body)
-        return await self._request(request, side, message, body, headers)
+            return self._notify(side, frame)
+        return await self._request(request, side, frame, headers)
 
-    def _notify(self, side: HttpSession, message: jsonrpc.Message, body: bytes) -> Response:
+    def _notify(self, side: HttpSession, frame: Frame) -> Response:
+        message = frame.message
         if message.get("method") == "notifications/cancelled":
             if side.remap_ids:
                 return Response(status_code=202)  # it could name any client's request: close the POST instead
             cancelled = jsonrpc.field(message.get("params"), "requestId")
             waiter = side.waiting.pop(jsonrpc.id_key(cancelled), None)  # the id is free again
             if waiter is not None and not waiter.done():  # the POST still waiting gets its end
-                waiter.set_result(jsonrpc.error_message(cancelled, ErrorCode.REQUEST_CANCELLED, "Request cancelled"))
-        side.link.from_client(one_line(body, message), message)
+                error = jsonrpc.error_message(cancelled, ErrorCode.REQUEST_CANCELLED, "Request cancelled")
+                waiter.set_result(Frame(error))
+        side.driver.from_client(frame)
         return Response(status_code=202)
 
-    async def _request(
-        self, request: Request, side: HttpSession, message: jsonrpc.Message, body: bytes, headers: dict[str, str]
-    ) -> Response:
+    async def _request(self, request: Request, side: HttpSession, frame: Frame, headers: dict[str, str]) -> Response:
+        message = frame.message
         method = message["method"]
         original = message["id"]
         loop = asyncio.get_running_loop()
@@ -336,18 +281,18 @@ class HttpFront:
             if "progressToken" in meta:  # unique upstream too: another client may use the same token
                 params = cast(dict[str, object], message["params"])
                 message["params"] = {**params, "_meta": {**meta, "progressToken": f"{key}"}}
-            line = jsonrpc.encode(message)
+            frame = Frame(message)
         else:
-            key, line = original, one_line(body, message)
+            key = original
             if jsonrpc.id_key(key) in side.waiting:
                 return error_response(
                     original, 409, "Invalid request: this id is already in use by a request in flight"
                 )
-        waiter: asyncio.Future[jsonrpc.Message] = loop.create_future()
+        waiter: asyncio.Future[Frame] = loop.create_future()
         side.waiting[jsonrpc.id_key(key)] = waiter
         if method == "subscriptions/listen":
             side.listens[key] = DropOldest(self.limits.event_buffer, side._dropping)  # pyright: ignore[reportPrivateUsage]
-        side.link.from_client(line, message)
+        side.driver.from_client(frame)
         if method == "subscriptions/listen":
             return event_stream(side.listens[key], (waiter, key, original, side), side)
         gone = asyncio.ensure_future(_disconnected(request))
@@ -363,36 +308,13 @@ class HttpFront:
             waiter.cancel()
             if gone in done:
                 return Response(status_code=499)
-            answer = jsonrpc.error_message(original, ErrorCode.REQUEST_TIMEOUT, f"Request timed out: {reason}")
+            answer = Frame(jsonrpc.error_message(original, ErrorCode.REQUEST_TIMEOUT, f"Request timed out: {reason}"))
         else:
-            answer = {**waiter.result(), "id": original} if side.remap_ids else waiter.result()
-        return Response(jsonrpc.encode(answer), media_type="application/json", headers=headers)
-
-
-def principal_of(request: Request) -> object:
-    """Who a request comes from, when its front authenticates principals (OAuth): the token's client,
-    issuer and subject; None otherwise (everyone is one principal)."""
-    user = request.scope.get("user")
-    token = getattr(user, "access_token", None)
-    if token is None:
-        return None
-    from mcp.server.auth.provider import principal_components
-
-    return principal_components(token)
-
-
-def one_line(body: bytes, message: jsonrpc.Message) -> bytes:
-    """The body as one line for a stdio server: as it came, unless it spans lines (pretty-printed JSON)."""
-    return jsonrpc.encode(message) if b"\n" in body or b"\r" in body else body
-
-
-def _invalid(message: jsonrpc.Message) -> str | None:
-    """Why a posted message is not one the proxy can answer (None: it can)."""
-    if "method" in message and not isinstance(message["method"], str):
-        return "'method' must be a string"
-    if "id" in message and not jsonrpc.valid_id(message["id"]):
-        return "'id' must be a string or an integer"
-    return None
+            answer = waiter.result().changed(id=original) if side.remap_ids else waiter.result()
+        body = jsonrpc.line_of(answer)
+        if body is None:
+            body = jsonrpc.encode(jsonrpc.error_message(original, ErrorCode.INTERNAL_ERROR, "Internal error"))
+        return Response(body, media_type="application/json", headers=headers)
 
 
 async def _disconnected(request: Request) -> None:
@@ -418,131 +340,6 @@ def new_session(sessions: dict[str, S], side: S, headers: dict[str, str]) -> S:
     sessions[session_id] = side
     headers[SESSION_HEADER] = session_id
     return side
-
-
-def refuse_non_json(request: Request) -> Response | None:
-    """A POST whose body is not declared ``application/json`` is refused (400)."""
-    content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-    if request.method == "POST" and content_type != "application/json":
-        return Response("Invalid Content-Type header: expected application/json", status_code=400)
-    return None
-
-
-class StreamOwner(Protocol):
-    """What an event stream counts itself on: a session is busy while it has one open."""
-
-    streams: int
-
-
-class Guard:
-    """Host and Origin checks (DNS rebinding, cross-site requests) for the address the proxy listens on."""
-
-    def __init__(self, bound: str, allow_hosts: Sequence[str], allow_origins: Sequence[str]) -> None:
-        self.loopback = is_loopback(bound)
-        self.hosts: set[str] = {host.lower() for host in allow_hosts}
-        if self.loopback:
-            self.hosts |= LOOPBACK
-        self.origins = {origin.lower().rstrip("/") for origin in allow_origins}
-
-    def check(self, request: Request) -> Response | None:
-        host = (request.headers.get("host") or "").lower()
-        hostname = (request.url.hostname or "").lower()
-        if self.hosts and hostname not in self.hosts and host not in self.hosts:
-            return Response("Forbidden host", status_code=421)
-        origin = request.headers.get("origin")
-        if origin is None:
-            return None
-        origin = origin.lower().rstrip("/")
-        if origin in self.origins or "*" in self.origins:
-            return None
-        if self.loopback and is_loopback(urlsplit(origin).hostname):
-            return None
-        if self.origins or self.loopback:
-            return Response("Invalid Origin header", status_code=403)
-        return None
-
-
-def error_response(
-    request_id: object, status: int, text: str, *, code: ErrorCode = ErrorCode.INVALID_REQUEST
-) -> Response:
-    body = jsonrpc.encode(jsonrpc.error_message(request_id, code, text))
-    return Response(body, status_code=status, media_type="application/json")
-
-
-Listen = tuple[asyncio.Future[jsonrpc.Message], object, object, HttpSession]
-"""A listen stream: the waiter for its final answer, its id upstream, the client's id, its session."""
-
-
-def event_stream(queue: DropOldest[bytes], listen: Listen | None, side: StreamOwner) -> Response:
-    """An SSE response: the queue's messages, until the client leaves (or a listen stream ends)."""
-    from sse_starlette.sse import EventSourceResponse
-
-    async def events() -> AsyncIterator[dict[str, str]]:
-        side.streams += 1
-        try:
-            while True:
-                getter = asyncio.ensure_future(queue.get())
-                waits: set[asyncio.Future[Any]] = {getter}
-                if listen is not None:
-                    waits.add(listen[0])
-                done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-                if getter in done:
-                    yield {"event": "message", "data": _restore(getter.result(), listen).decode()}
-                else:
-                    getter.cancel()
-                if listen is not None and listen[0].done():
-                    if not listen[0].cancelled():
-                        yield {
-                            "event": "message",
-                            "data": jsonrpc.encode({**listen[0].result(), "id": listen[2]}).decode(),
-                        }
-                    return
-        finally:
-            side.streams -= 1
-            if listen is not None:
-                listen[3].listens.pop(listen[1], None)
-                listen[3].cancel(listen[1], "the client closed its listen stream")
-
-    return EventSourceResponse(events())
-
-
-def _restore(line: bytes, listen: Listen | None) -> bytes:
-    """Put the client's own id back on a listen stream's frames."""
-    if listen is None:
-        return line
-    _, key, original, _ = listen
-    message = jsonrpc.parse(line)
-    meta = jsonrpc.params_meta(message)
-    if meta.get(SUBSCRIPTION_ID_KEY) == key:
-        params = cast(dict[str, object], message["params"])
-        return jsonrpc.encode({**message, "params": {**params, "_meta": {**meta, SUBSCRIPTION_ID_KEY: original}}})
-    return line
-
-
-def run_http_front(
-    upstream: Sequence[str] | str,
-    options: Options | None,
-    limits: Limits,
-    http: tuple[str, int],
-    *,
-    allow_hosts: Sequence[str] = (),
-    allow_origins: Sequence[str] = (),
-    access: Access | None = None,
-) -> int:
-    """Serve the proxy's HTTP clients at ``http`` (host, port) until SIGTERM or SIGINT; the exit status."""
-    host, _ = http
-    warning = open_front_warning(host, allow_hosts, allow_origins) if access is None else None
-    if warning is not None:
-        say("proxy", warning)
-    front = HttpFront(
-        lambda: proxy_core(upstream, options, limits),
-        limits,
-        host,
-        allow_hosts=allow_hosts,
-        allow_origins=allow_origins,
-        access=access,
-    )
-    return serve_front(front, http)
 
 
 def serve_front(front: HttpFront, http: tuple[str, int], routes: Sequence[BaseRoute] = ()) -> int:

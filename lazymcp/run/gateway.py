@@ -1,7 +1,7 @@
 """``lazymcp gateway``: the configuration, the launch, and the client sides it runs on.
 
-The gateway runs on the proxy's client sides (``lazymcp.proxy.run_stdio``, ``lazymcp.proxy_http``),
-each session a ``lazymcp.link.Link`` over a ``Gateway`` core: one code path for one server or thirty.
+The gateway runs on the proxy's client sides (``lazymcp.run.stdio``, ``lazymcp.run.http_front``), each
+session a ``lazymcp.run.driver.Driver`` over a ``Gateway`` core (``lazymcp.gateway.front``).
 """
 
 from __future__ import annotations
@@ -12,19 +12,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from lazymcp import jsonrpc
 from lazymcp.errors import ConfigError
 from lazymcp.files import cache_dir
 from lazymcp.gateway.config import GatewayConfig, load_config
-from lazymcp.gateway.core import Gateway, Seed
-from lazymcp.gateway.manifest import DEFAULT_TTL, Manifest, ManifestStore
+from lazymcp.gateway.front import Gateway, Seed
+from lazymcp.gateway.lifecycle import State
+from lazymcp.gateway.manifest import DEFAULT_TTL, Manifest
 from lazymcp.gateway.merged import DEFAULT_BUDGET
 from lazymcp.gateway.namespace import check_separator, check_server_name
 from lazymcp.gateway.passthrough import LISTS
+from lazymcp.jsonrpc import Frame
 from lazymcp.limits import EXPIRE_EVERY, Limits
-from lazymcp.link import Link, sdk_serializer
 from lazymcp.notices import LOGGER, say
 from lazymcp.options import Options
+from lazymcp.run.driver import Driver
+from lazymcp.run.manifests import ManifestStore
+from lazymcp.run.wire import sdk_serializer
 
 if TYPE_CHECKING:
     from lazymcp.auth import Access
@@ -98,7 +101,7 @@ async def refresh(launch: Launch) -> int:
     gateway = build_gateway(replace(launch, refresh=True), store)
     gateway.wait_for_client = False
 
-    def nowhere(line: bytes) -> None:
+    def nowhere(frame: Frame) -> None:
         pass
 
     async def settled(busy: Callable[[], bool]) -> None:
@@ -107,20 +110,20 @@ async def refresh(launch: Launch) -> int:
             loop.call_later(EXPIRE_EVERY, done.set_result, None)
             await done
 
-    link = Link(gateway, nowhere, store=store)
-    await link.start(eager=True)
+    driver = Driver(gateway, nowhere, store=store)
+    await driver.start(eager=True)
     await settled(lambda: gateway.discovering)
     for number, method in enumerate(LISTS, 1):  # the lists clients ask for at start-up, kept too
-        link.from_client(jsonrpc.request_line(f"refresh-{number}", method, {}))
+        driver.from_client(Frame({"jsonrpc": "2.0", "id": f"refresh-{number}", "method": method, "params": {}}))
     await settled(lambda: gateway.owed > 0)
-    await link.close()
+    await driver.close()
     failed = 0
-    for name, server in gateway.links.items():
-        if server.state == "down":
+    for server in gateway.servers:
+        if server.life.state is State.DOWN:
             failed += 1
-            say("gateway", f"server {name!r}: not listed ({server.reason})")
+            say("gateway", f"server {server.name!r}: not listed ({server.life.reason})")
         else:
-            say("gateway", f"server {name!r}: {len(server.tools or ())} tools", logging.INFO)
+            say("gateway", f"server {server.name!r}: {len(server.tools or ())} tools", logging.INFO)
     return 1 if failed else 0
 
 
@@ -134,11 +137,12 @@ def start_line(
     """What is running: the servers, what is known of them without starting them, the mode, the clients."""
     from lazymcp.version import __version__
 
-    listed = [link for link in gateway.links.values() if link.tools is not None]
-    starting = len(gateway.links) if eager else len(gateway.links) - len(listed) + len(gateway.stale)
+    listed = [server for server in gateway.servers if server.tools is not None]
+    count = len(gateway.servers)
+    starting = count if eager else count - len(listed) + len(gateway.stale)
     mode = gateway.catalog.options.mode
     chosen = f"auto ({mode} for these tools)" if gateway.mode == "auto" else mode
-    servers = f"{plural(len(gateway.links), 'server')} of {source} ({len(listed)} listed from manifests"
+    servers = f"{plural(count, 'server')} of {source} ({len(listed)} listed from manifests"
     if http is None:
         servers += f", {starting} started now, the rest on first use)"
         clients = "clients on stdio"
@@ -165,7 +169,7 @@ def run_gateway(
     Raises:
         ConfigError: the configuration is invalid.
     """
-    from lazymcp.proxy import run_stdio
+    from lazymcp.run.stdio import run_stdio
 
     config = read_config(path)
     if config.warnings:
@@ -177,7 +181,7 @@ def run_gateway(
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
     LOGGER.info(start_line(first, config.source, http, launch.eager, access))
     if http is not None:
-        from lazymcp.proxy_http import HttpFront, serve_front
+        from lazymcp.run.http_front import HttpFront, serve_front
 
         seed = first.seed
 

@@ -1,16 +1,14 @@
-"""``lazymcp proxy``: the proxy's entry point, and the stdio client side of the proxy and the gateway.
+"""This process's stdin and stdout as the client side of a session (the proxy's or the gateway's).
 
-The proxy is the gateway with one upstream: a ``Link`` (``lazymcp.link``) runs one client, a gateway
-core (``lazymcp.gateway.core``; for the proxy a transparent one over a spawned process or a
-streamable-HTTP server) and its servers. Here the client is this process's stdin and stdout;
-``lazymcp.proxy_http`` serves HTTP clients instead. The stdio paths use
-asyncio's protocol callbacks rather than stream tasks, so a message crosses the proxy in one callback
-with no task switch: a ``tools/call`` round trip through it costs little more than a plain byte relay.
+A ``Driver`` (``lazymcp.run.driver``) runs one client, a core and its servers; here the client is this
+process's stdin and stdout (``lazymcp.run.http_front`` serves HTTP clients instead). The paths use
+asyncio's protocol callbacks rather than stream tasks, so a message crosses in one callback with no
+task switch: a ``tools/call`` round trip through the proxy costs little more than a plain byte relay.
 
 stdin and stdout may be pipes, sockets, ttys, regular files or ``/dev/null``: what the event loop
 cannot watch is read in a worker thread and written directly. Reading stops while the client does
-not read its answers, or the upstream does not take its requests (backpressure), so neither side
-can make the proxy buffer without bound.
+not read its answers, or a server does not take its requests (backpressure), so neither side can
+make lazymcp buffer without bound.
 """
 
 from __future__ import annotations
@@ -21,18 +19,17 @@ import selectors
 import signal
 import stat
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lazymcp.limits import FLUSH_GRACE, READ_SIZE, Limits, fix_mmap_threshold
-from lazymcp.link import Link, proxy_core
-from lazymcp.options import Options
-from lazymcp.upstream import Lines, small_reads
+from lazymcp.core.actions import Core
+from lazymcp.jsonrpc import Frame, line_of
+from lazymcp.limits import FLUSH_GRACE, READ_SIZE, fix_mmap_threshold
+from lazymcp.run.connections import Lines, small_reads
+from lazymcp.run.driver import Driver
 
 if TYPE_CHECKING:
-    from lazymcp.auth import Access
-    from lazymcp.gateway.core import Gateway
-    from lazymcp.gateway.manifest import ManifestStore
+    from lazymcp.run.manifests import ManifestStore
 
 
 class _Out(asyncio.Protocol):
@@ -78,6 +75,12 @@ class ClientStdio:
         self._out, protocol = await loop.connect_write_pipe(lambda: _Out(self.on_out_pressure), self.stdout)
         self._out_protocol = protocol
 
+    def write_frame(self, frame: Frame) -> None:
+        """Write one message (a message that cannot be encoded becomes the error answering it)."""
+        line = line_of(frame)
+        if line is not None:
+            self.write(line)
+
     def write(self, line: bytes) -> None:
         if self._out is not None:
             if not self._out.is_closing():
@@ -114,7 +117,7 @@ class ClientStdio:
             lines.data_received(chunk)
 
     def hold(self, reason: str, paused: bool) -> None:
-        """Stop reading the client while any reason holds (its answers unread, the upstream full)."""
+        """Stop reading the client while any reason holds (its answers unread, a server full)."""
         was = bool(self._reasons)
         if paused:
             self._reasons.add(reason)
@@ -165,71 +168,44 @@ def _pollable(stream: Any, events: int) -> bool:
 
 
 async def run_stdio(
-    core: Gateway, stdin: Any = None, stdout: Any = None, *, store: ManifestStore | None = None, eager: bool = False
+    core: Core, stdin: Any = None, stdout: Any = None, *, store: ManifestStore | None = None, eager: bool = False
 ) -> int:
     """Serve the client on this process's stdio until its input ends and its requests are answered (0),
     the session fails (1), or a signal stops it (128 + the signal's number)."""
     fix_mmap_threshold()
     loop = asyncio.get_running_loop()
     client = ClientStdio(stdin if stdin is not None else sys.stdin.buffer, stdout or sys.stdout.buffer)
-    link = Link(core, client.write, store=store)
+    driver = Driver(core, client.write_frame, store=store)
 
     def out_pressure(paused: bool) -> None:
         client.hold("output", paused)
-        link.pause(paused)  # nor read the servers: their messages would pile up here
+        driver.pause(paused)  # nor read the servers: their messages would pile up here
 
     client.on_out_pressure = out_pressure
-    link.on_pressure = lambda server, paused: client.hold(f"server {server}", paused)
+    driver.on_pressure = lambda server, paused: client.hold(f"server {server}", paused)
     await client.open_output()
-    signals = _on_signals(loop, link)
+    signals = _on_signals(loop, driver)
     try:
-        await link.start(eager)
-        if not link.done.done():
-            await client.open_input(Lines(link.from_client, link.client_gone))
-        return await link.done
+        await driver.start(eager)
+        if not driver.done.done():
+            await client.open_input(Lines(driver.from_client, driver.client_gone))
+        return await driver.done
     finally:
-        await link.close()
+        await driver.close()
         await client.close()
         for signum in signals:
             loop.remove_signal_handler(signum)
 
 
-def _on_signals(loop: asyncio.AbstractEventLoop, link: Link) -> list[int]:
-    """SIGTERM and SIGINT end the link at once, answering what is owed; returns the signals handled."""
-    command = "the gateway" if not link.core.transparent else "the proxy"
+def _on_signals(loop: asyncio.AbstractEventLoop, driver: Driver) -> list[int]:
+    """SIGTERM and SIGINT end the session at once, answering what is owed; returns the signals handled."""
+    command = f"the {driver.core.command}"
     handled: list[int] = []
     for signum in (signal.SIGTERM, signal.SIGINT):
         name = signal.Signals(signum).name
         try:
-            loop.add_signal_handler(signum, link.interrupt, f"{command} was stopped by {name}", 128 + signum)
+            loop.add_signal_handler(signum, driver.interrupt, f"{command} was stopped by {name}", 128 + signum)
         except (ValueError, RuntimeError, NotImplementedError):  # not the main thread
             continue
         handled.append(signum)
     return handled
-
-
-def run_stdio_proxy(upstream: Sequence[str] | str, options: Options | None = None, *, limits: Limits) -> int:
-    """Proxy this process's stdio to ``upstream`` (a command, or a streamable-HTTP URL); the exit status."""
-    return asyncio.run(run_stdio(proxy_core(upstream, options, limits)))
-
-
-def run_proxy(
-    upstream: Sequence[str] | str,
-    options: Options | None = None,
-    *,
-    limits: Limits | None = None,
-    http: tuple[str, int] | None = None,
-    allow_hosts: Sequence[str] = (),
-    allow_origins: Sequence[str] = (),
-    access: Access | None = None,
-) -> int:
-    """Run the proxy: ``upstream`` is a command (stdio) or a URL (streamable HTTP); clients come over
-    this process's stdio, or streamable HTTP at ``http`` (host, port)."""
-    limits = limits or Limits()
-    if http is None:
-        return run_stdio_proxy(upstream, options, limits=limits)
-    from lazymcp.proxy_http import run_http_front
-
-    return run_http_front(
-        upstream, options, limits, http, allow_hosts=allow_hosts, allow_origins=allow_origins, access=access
-    )

@@ -1,0 +1,6 @@
+"""The sans-IO cores: one message in, a list of actions out, and no I/O.
+
+``actions`` is what they decide; ``upstream`` is one server spoken to as its client (shared by the proxy
+and the gateway); ``proxy`` is the single-server proxy; ``session`` is a client session's state;
+``waits`` and ``fetch`` are the timed waits and the tool-list fetch of one server.
+"""

@@ -1,0 +1,130 @@
+"""What the sans-IO cores decide, for the I/O that drives them to carry out, and nothing else.
+
+A core (``lazymcp.core.proxy.Proxy``, ``lazymcp.gateway.front.Gateway``) takes one message at a time and
+returns a list of these. The driver (``lazymcp.run.driver.Driver``) writes the frames, starts and stops
+the servers, writes manifests and reports on stderr; it decides nothing.
+
+``Core`` is what every core offers its driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from lazymcp.jsonrpc import Frame
+
+if TYPE_CHECKING:
+    from lazymcp.catalog import Catalog
+    from lazymcp.gateway.config import ServerEntry
+    from lazymcp.gateway.manifest import Listed
+    from lazymcp.messages import Tool
+
+
+@dataclass(frozen=True, slots=True)
+class ToClient:
+    """Write ``frame`` to the client."""
+
+    frame: Frame
+
+    @property
+    def data(self) -> bytes:
+        """The frame's line (encoded on first use)."""
+        return self.frame.line
+
+
+@dataclass(frozen=True, slots=True)
+class ToServer:
+    """Write ``frame`` to ``server``."""
+
+    server: str
+    frame: Frame
+
+    @property
+    def data(self) -> bytes:
+        return self.frame.line
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Start the server's process or connection; the driver then calls ``started`` or ``start_failed``."""
+
+    server: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """The server failed: end its process, saying ``reason``."""
+
+    server: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Save:
+    """Write the server's manifest: its tools, version and other lists."""
+
+    server: str
+    tools: Sequence[Tool]
+    version: str | None
+    lists: Mapping[str, Listed | list[Any]] = field(default_factory=lambda: {})
+
+
+@dataclass(frozen=True, slots=True)
+class Say:
+    """Something the operator should read on stderr; the session goes on."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """The session cannot go on (the proxy's one server broke): answer what is owed, say ``reason``, end."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """The proxy's server listed its tools for the first time: the start-up line can say what runs."""
+
+    catalog: Catalog
+
+
+Action = ToClient | ToServer | Start | Stop | Save | Say | Fail | Ready
+
+
+class Core(Protocol):
+    """What a driver needs of a core: one client, the servers behind it. ``now``: monotonic seconds."""
+
+    command: str
+    """What runs, as reports on stderr name it: ``proxy`` or ``gateway``."""
+    timeout: float | None
+
+    def entry(self, server: str) -> ServerEntry:
+        """How to reach ``server``."""
+        ...
+
+    def launch(self, eager: bool = False) -> list[Action]:
+        """What must start now."""
+        ...
+
+    def started(self, server: str, now: float) -> list[Action]: ...
+
+    def start_failed(self, server: str, reason: str, now: float) -> list[Action]: ...
+
+    def from_client(self, data: bytes | Frame, now: float) -> list[Action]: ...
+
+    def from_server(self, server: str, data: bytes, now: float) -> list[Action]: ...
+
+    def interrupt(self, reason: str, now: float) -> list[Action]:
+        """The session ends now: every request still owed an answer gets an error naming ``reason``."""
+        ...
+
+    def expire(self, now: float) -> list[Action]: ...
+
+    @property
+    def owed(self) -> int:
+        """Client requests not answered yet."""
+        ...

@@ -1,0 +1,504 @@
+"""The gateway's sans-IO core, client side: one client, many servers, one merged lazy catalog.
+
+Theory of operation. ``Gateway.from_client`` and ``Gateway.from_server`` take one message each and return
+actions (``lazymcp.core.actions``); the driver carries them out. The servers' lives are
+``lazymcp.gateway.servers``'s; this front decides what the client gets.
+
+- The gateway is the client's one server: it answers ``initialize``, ``ping`` and every ``tools/*``
+  request itself, through ``lazymcp.methods.dispatch`` over one ``Catalog`` of every server's tools
+  named ``<server><separator><tool>`` (``lazymcp.gateway.namespace``). A call the catalog leaves to a
+  server goes to it as the server's own ``tools/call`` under the client's id; its answer comes back as
+  it came.
+- A server's tools come from its manifest until it runs; a server without one is started at once and
+  the first ``tools/*`` requests wait for its list. Others start on their first call.
+- A server that fails fails alone (``lazymcp.gateway.lifecycle``): what it owed is answered with an
+  error naming it, its tools stay listed, and ``tools/describe`` marks them unavailable.
+- Requests servers make of the client (sampling, elicitation, roots) get session ids, so two servers'
+  ids never meet; the client's answer goes back to the server that asked, under the server's id.
+- Prompts and resources are routed and gathered by ``lazymcp.gateway.passthrough``.
+- A new tool list from any server rebuilds the merged catalog; when what is listed changed, the client
+  gets one ``notifications/tools/list_changed``.
+- A 2026-07-28 client sends no ``initialize``: its first request lets the servers' handshakes go on,
+  ``server/discover`` and ``subscriptions/listen`` are answered here, each request loses its envelope on
+  the way to the servers (which the gateway speaks to in 2025-11-25), and every answer gets the envelope
+  a 2026 server gives its results (``_answer``, the one door of answers). Servers' requests to such a
+  client are refused, and change notifications go to its listen streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from lazymcp import jsonrpc
+from lazymcp.bridge import LIST_CHANGED, Envelope, Serializer, is_modern, legacy_params
+from lazymcp.catalog import Catalog
+from lazymcp.core.actions import Action, Stop, ToClient
+from lazymcp.core.proxy import invalid, refusal, too_deep
+from lazymcp.core.session import ClientSession
+from lazymcp.core.upstream import Asks, Notice, Reply, Tools
+from lazymcp.errors import ConfigError, ErrorCode, LazyMCPError
+from lazymcp.gateway.config import ServerEntry
+from lazymcp.gateway.manifest import Manifest, entries_of
+from lazymcp.gateway.merged import DEFAULT_BUDGET, instructions, mark_described, mark_unavailable, merged_catalog
+from lazymcp.gateway.namespace import Namespace
+from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
+from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
+from lazymcp.gateway.servers import Down, Happened, Heard, Servers
+from lazymcp.jsonrpc import Frame, NotJSONRPC, RequestId
+from lazymcp.limits import CLIENT_TIMEOUT
+from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DESCRIBE_TOOLS, SEPARATOR
+from lazymcp.methods import METHODS, Answer, Run, advertise, dispatch
+from lazymcp.options import Options
+
+LATEST = "2025-11-25"
+SUPPORTED = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", LATEST})
+"""Protocol versions the gateway's handshake accepts; it answers others with the latest."""
+ROUTED = BY_URI | {"prompts/get", "completion/complete"}
+STALE = {
+    "notifications/prompts/list_changed": ("prompts/list",),
+    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+}
+"""The cached lists a server's change notification makes stale."""
+LIST_CHANGED_TOOLS = Frame({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Seed:
+    """A merged catalog and its names, built from the manifests ``key`` names (server, fetched, version)."""
+
+    key: tuple[tuple[object, ...], ...]
+    catalog: Catalog
+    names: Namespace
+
+
+def _result(request_id: RequestId, result: dict[str, Any]) -> Frame:
+    return Frame({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def _error(request_id: object, code: ErrorCode, text: str, data: object = None) -> Frame:
+    return Frame(jsonrpc.error_message(request_id, code, text, data))
+
+
+@dataclass
+class Gateway:
+    """The decisions of one gateway session. ``now`` arguments are monotonic seconds."""
+
+    entries: Sequence[ServerEntry]
+    options: Options = field(default_factory=Options)
+    manifests: Mapping[str, Manifest | None] = field(default_factory=lambda: {})
+    separator: str = SEPARATOR
+    timeout: float | None = 300.0
+    mode: str | None = None
+    """``auto``: the describe listing while its stubs fit ``budget`` tokens, the proxy surface beyond."""
+    budget: int = DEFAULT_BUDGET
+    stale: frozenset[str] = frozenset()
+    """Servers whose manifest is past its TTL: started at launch to refresh it."""
+    client_info: dict[str, str] = field(default_factory=lambda: {"name": "lazymcp-gateway", "version": "0"})
+    wait_for_client: bool = True
+    """Hold a started server's handshake until the client's ``initialize``, whose capabilities it passes on."""
+    client_timeout: float | None = CLIENT_TIMEOUT
+    """Seconds the client may take to answer a server's request (sampling, elicitation)."""
+    serialize: Serializer | None = None
+    """The 2026 wire model results bridged to a 2026 client go through."""
+    seed: Seed | None = None
+    """The catalog of a gateway over the same manifests (an earlier HTTP session's): used, not rebuilt."""
+    command: str = "gateway"
+    servers: Servers = field(init=False)
+    catalog: Catalog = field(init=False)
+    names: Namespace = field(init=False)
+    session: ClientSession = field(init=False)
+    passthrough: Passthrough = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.servers = Servers(self.entries, self.manifests, self.timeout, self.client_timeout, self.client_info)
+        self.names = Namespace(self.separator, prefixed=True)
+        key = tuple((name, m.fetched, m.version) if m else (name,) for name, m in self.manifests.items())
+        if self.seed is not None and self.seed.key == key:
+            self.catalog, self.names = self.seed.catalog, self.seed.names  # neither is changed in place
+        else:
+            self.catalog = self._build()
+        self.seed = Seed(key, self.catalog, self.names)
+        self.passthrough = Passthrough([s.name for s in self.servers], Namespace(self.separator))
+        self.session = ClientSession.of(self.serialize)
+        self.session.bridge.upstream_init = self._init_result(LATEST)
+
+    def entry(self, server: str) -> ServerEntry:
+        return self.servers[server].entry
+
+    @property
+    def discovering(self) -> bool:
+        return self.servers.discovering
+
+    @property
+    def owed(self) -> int:
+        """Client requests not answered yet."""
+        return len(self.session.waiting) + self.servers.owed
+
+    # --- start-up -------------------------------------------------------------------------------------
+
+    def launch(self, eager: bool = False) -> list[Action]:
+        """Start what must run now: servers without a manifest (or a stale one), or all with ``eager``."""
+        starting = [s.name for s in self.servers if eager or s.tools is None or s.name in self.stale]
+        return self._happened([h for name in starting for h in self.servers.start(name)], 0.0)
+
+    def started(self, server: str, now: float) -> list[Action]:
+        """The server's process runs: the gateway, as its client, opens the handshake (or waits for the
+        client's ``initialize``)."""
+        return self._happened(self.servers.started(server, self._handshake(), now), now)
+
+    def start_failed(self, server: str, reason: str, now: float) -> list[Action]:
+        return self._happened(self.servers.start_failed(server, reason, now), now)
+
+    def _handshake(self) -> dict[str, Any] | None:
+        """The params of the gateway's ``initialize`` to a server, from the client's (None: not known yet)."""
+        client = self.session.record.initialize
+        if client is None and self.wait_for_client:
+            return None
+        client = client or {}
+        capabilities = cast(dict[str, Any], client.get("capabilities") or {})
+        version = client.get("protocolVersion")
+        return {
+            "protocolVersion": version if version in SUPPORTED else LATEST,
+            "capabilities": {k: v for k, v in capabilities.items() if k != "extensions"},
+            "clientInfo": client.get("clientInfo") or self.client_info,
+        }
+
+    def _open_waiting(self, now: float) -> list[Action]:
+        """The client is known: the servers started before it came open their handshakes."""
+        handshake = self._handshake()
+        assert handshake is not None
+        return self._happened(self.servers.open_waiting(handshake, now), now)
+
+    def _init_result(self, version: str) -> dict[str, Any]:
+        result = {
+            "protocolVersion": version,
+            "capabilities": {
+                "tools": {"listChanged": True},
+                "prompts": {"listChanged": True},
+                "resources": {"subscribe": True, "listChanged": True},
+                "completions": {},
+                "logging": {},
+            },
+            "serverInfo": self.client_info,
+            "instructions": instructions([s.entry for s in self.servers], self.separator),
+        }
+        return advertise(result, self.options)
+
+    # --- client -> servers ----------------------------------------------------------------------------
+
+    def from_client(self, data: bytes | Frame, now: float) -> list[Action]:
+        """Decide what to do with one message from the client (its line, or its frame when parsed)."""
+        if isinstance(data, bytes):
+            try:
+                data = Frame.read(data)
+            except NotJSONRPC:
+                return [ToClient(refusal())]
+        frame = data
+        if frame.is_answer:
+            return self._client_answer(frame, now)
+        if frame.is_notification:
+            return self._client_notification(frame, now)
+        refused = invalid(frame)
+        if refused is not None:
+            return [ToClient(refused)]
+        if is_modern(frame.params):
+            return self._modern_request(frame, now)
+        return self._request(frame, now)
+
+    def _request(self, frame: Frame, now: float) -> list[Action]:
+        """A client request, of either era (a 2026 one without its envelope)."""
+        message = frame.message
+        request_id: RequestId = message["id"]
+        method: str = message["method"]
+        params = frame.params
+        if not self.session.known and self.wait_for_client and method not in ("initialize", "ping"):
+            # Its servers wait for the client's handshake: so would this request, with no end.
+            text = "Invalid request: send initialize first"
+            return [self._answer(_error(request_id, ErrorCode.INVALID_REQUEST, text))]
+        if method == "initialize":
+            self.session.initialized(params)
+            version = params.get("protocolVersion")
+            result = self._init_result(version if isinstance(version, str) and version in SUPPORTED else LATEST)
+            return [self._answer(_result(request_id, result)), *self._open_waiting(now)]
+        if method in ("ping", "logging/setLevel"):
+            return [self._answer(_result(request_id, {}))]
+        if method in METHODS:
+            if self.servers.discovering:
+                self.session.waiting.append(frame)
+                return []
+            return self._tools(frame, now)
+        if method in LISTS:
+            return self._gather(request_id, method, params, now)
+        if method in ROUTED:
+            routed = self.passthrough.route(method, params)
+            if isinstance(routed, str):
+                return [self._answer(_error(request_id, ErrorCode.INVALID_PARAMS, routed))]
+            server, routed_params = routed
+            return self._call(server, frame if routed_params == params else frame.changed(params=routed_params), now)
+        return [self._answer(_error(request_id, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}"))]
+
+    def _modern_request(self, frame: Frame, now: float) -> list[Action]:
+        """A 2026-07-28 request: discover and listen answered here, the rest as a 2025 one, enveloped."""
+        actions: list[Action] = []
+        params = frame.params
+        first = not self.session.known
+        self.session.met(params, self.client_info)
+        if first:  # the servers' handshakes go on without the client's
+            actions = self._open_waiting(now)
+        answer = self.session.bridge.answer(frame.message, lambda: self.session.bridge.upstream_init)
+        if answer is not None:
+            return [*actions, ToClient(Frame(answer))]
+        if frame.method not in METHODS:  # answered by a server, or by the gateway: enveloped on the way out
+            self.session.sent_on(frame.id, cast(str, frame.method))
+        return actions + self._request(frame.changed(params=legacy_params(params)), now)
+
+    def _client_notification(self, frame: Frame, now: float) -> list[Action]:
+        method = frame.method
+        if method == "notifications/cancelled":
+            request_id = frame.params.get("requestId")
+            self.session.cancelled(request_id)  # no answer, or listen stream, is owed it now
+            for server in self.servers:
+                if server.upstream is not None and server.upstream.owes(request_id):
+                    return self._happened(self.servers.notify(server.name, frame, now), now)
+            return []
+        if method in ("notifications/roots/list_changed", "notifications/progress"):
+            actions: list[Action] = []
+            for server in self.servers:
+                actions += self._happened(self.servers.notify(server.name, frame, now), now)
+            return actions
+        return []  # notifications/initialized is the gateway's; the servers get their own
+
+    def _client_answer(self, frame: Frame, now: float) -> list[Action]:
+        """The client's answer to a server's request: back to that server, under its own id."""
+        asked = self.session.asked.settle(str(frame.id))
+        if asked is None:
+            return []
+        server, original = asked
+        return self._happened(self.servers.answer(server, frame.changed(id=original), now), now)
+
+    def _tools(self, frame: Frame, now: float) -> list[Action]:
+        """A ``tools/*`` request through the one door: answered here, or a call for its server."""
+        message = frame.message
+        request_id: RequestId = message["id"]
+        method: str = message["method"]
+        params = frame.params
+        modern = self.session.modern
+        caller = self.session.caller(
+            params,
+            modern=modern,
+            dynamic=self.catalog.options.mode == "dynamic",
+            envelope=Envelope(server_info=self.client_info),
+        )
+        try:
+            outcome = dispatch(method, self.catalog, message.get("params"), caller)
+        except LazyMCPError as exc:
+            return [ToClient(_error(request_id, exc.code, exc.message, exc.data))]
+        if isinstance(outcome, Answer):
+            result = outcome.result
+            if method in (DESCRIBE, DESCRIBE_BATCH):
+                result = mark_unavailable(result, self.servers.down, self.names)
+            elif method == "tools/call" and params.get("name") == DESCRIBE_TOOLS:
+                result = mark_described(result, self.servers.down, self.names)
+            answer = ToClient(_result(request_id, result))
+            if outcome.changed:
+                return [ToClient(LIST_CHANGED_TOOLS), answer]
+            return [answer]
+        name, arguments = (outcome.name, outcome.arguments) if isinstance(outcome, Run) else (params.get("name"), None)
+        owner = self.names.owner(name) if isinstance(name, str) else None
+        if owner is None:
+            return [ToClient(_error(request_id, ErrorCode.INVALID_PARAMS, f"Unknown tool: {name!r}", {"name": name}))]
+        server, original = owner
+        if modern:
+            self.session.sent_on(request_id, "tools/call")
+        call_params = {**params, "name": original}
+        if arguments is not None:
+            call_params["arguments"] = arguments
+        return self._call(server, frame.changed(params=call_params), now)
+
+    def _call(self, server: str, frame: Frame, now: float) -> list[Action]:
+        """Send a request the gateway has decided to its server."""
+        if self.servers[server].life.refused(now):
+            return [self._answer(self.servers[server].unavailable(frame.message["id"]))]
+        if not frame.fits():
+            return [self._answer(too_deep(frame.message["id"]))]
+        return self._happened(self.servers.call(server, frame, now), now)
+
+    def _gather(self, request_id: RequestId, method: str, params: dict[str, Any], now: float) -> list[Action]:
+        """A list every server answers a part of: asked of each, answered when all parts are in."""
+        if not len(self.servers):
+            return [self._answer(_result(request_id, {LISTS[method]: []}))]
+        actions: list[Action] = []
+        for name, request in self.passthrough.begin(request_id, method, params):
+            server = self.servers[name]
+            cached = server.lists.get(method)
+            if server.life.refused(now) or (cached is not None and server.life.stopped):
+                part = {LISTS[method]: entries_of(cached)}  # from its manifest: not started
+                actions += self._joined(self.passthrough.part(name, {"id": request["id"], "result": part}))
+            else:
+                actions += self._call(name, Frame(request), now)
+        return actions
+
+    def _joined(self, answer: jsonrpc.Message | None) -> list[Action]:
+        """The client's answer to a gathered list, once every part is in."""
+        return [] if answer is None else [self._answer(Frame(answer))]
+
+    # --- servers -> client ----------------------------------------------------------------------------
+
+    def from_server(self, server: str, data: bytes, now: float) -> list[Action]:
+        """Decide what to do with one line from a server."""
+        takes_requests = not self.session.modern  # a 2026 client takes no requests from its servers
+        return self._happened(self.servers.receive(server, data, now, takes_requests=takes_requests), now)
+
+    def _happened(self, happened: list[Happened], now: float) -> list[Action]:
+        """What the servers did and said, as actions: their answers and notices shaped for the client."""
+        actions: list[Action] = []
+        for item in happened:
+            if isinstance(item, Heard):
+                actions += self._heard(item.server, item.event, now)
+            elif isinstance(item, Down):
+                actions += self._down(item, now)
+            else:
+                actions.append(item)
+        return actions
+
+    def _heard(self, server: str, event: Reply | Asks | Notice | Tools, now: float) -> list[Action]:
+        if isinstance(event, Reply):
+            return self._reply(server, event.frame)
+        if isinstance(event, Asks):  # a request to the client: sampling, elicitation, roots, ping
+            asked = self.session.asked.ask(server, event.frame.message["id"])
+            return [ToClient(event.frame.changed(id=asked))]
+        if isinstance(event, Tools):
+            return self._new_tools(server, event.catalog, now)
+        return self._notice(server, event.frame)
+
+    def _reply(self, server: str, frame: Frame) -> list[Action]:
+        """A server's answer: a part of a gathered list, or the client's."""
+        request_id = frame.id
+        if isinstance(request_id, str) and request_id.startswith(GATHER_PREFIX):
+            return self._part(server, frame)
+        return [self._answer(frame)]
+
+    def _answer(self, frame: Frame) -> ToClient:
+        """The one door of answers to the client: a 2026 client's request that servers or the gateway
+        answered (not ``dispatch``, which envelopes its own) gets its result enveloped."""
+        method = self.session.answered(frame.id)
+        result = frame.message.get("result")
+        if method is None or not isinstance(result, dict):
+            return ToClient(frame)
+        shaped = self.session.bridge.result(method, cast(dict[str, Any], result), self.client_info)
+        return ToClient(frame.changed(result=shaped))
+
+    def _part(self, server: str, frame: Frame) -> list[Action]:
+        """A server's answer to its part of a list: kept for its manifest, and the client's answer once
+        every part is in."""
+        actions: list[Action] = []
+        message = frame.message
+        method = self.passthrough.method_of(server, message.get("id"))
+        error = message.get("error")
+        if method is not None and ("result" in message or jsonrpc.field(error, "code") == ErrorCode.METHOD_NOT_FOUND):
+            entries = jsonrpc.field(message.get("result"), LISTS[method])
+            entries = cast(list[Any], entries) if isinstance(entries, list) else []  # none, or no such method
+            lists = self.servers[server].lists
+            if entries_of(lists.get(method)) != entries or method not in lists:
+                lists[method] = entries  # fetched now
+                actions += self.servers[server].saved()
+        return actions + self._joined(self.passthrough.part(server, message))
+
+    def _notice(self, server: str, frame: Frame) -> list[Action]:
+        method = frame.method
+        if method == "notifications/tools/list_changed":
+            return []  # the gateway announces its own, once its catalog is rebuilt
+        if method == "notifications/cancelled":  # the client hears it under the id it was given
+            params = frame.params
+            asked = self.session.asked.cancelled(server, params.get("requestId"))
+            if asked is None:
+                return []  # not a request of its to the client: nothing to cancel there
+            return [ToClient(frame.changed(params={**params, "requestId": asked}))]
+        lists = self.servers[server].lists
+        stale = [lists.pop(listed) for listed in STALE.get(cast(str, method), ()) if listed in lists]
+        saved = self.servers[server].saved() if stale else []  # asked of the server again at the next listing
+        if self.session.modern and method in LIST_CHANGED:
+            return [*saved, *self._listeners(cast(str, method))]
+        return [*saved, ToClient(frame)]
+
+    def _listeners(self, method: str) -> list[Action]:
+        return [ToClient(Frame(event)) for event in self.session.bridge.to_listeners(method)]
+
+    def _new_tools(self, name: str, catalog: Catalog, now: float) -> list[Action]:
+        """A server's new tool list: the merged catalog is rebuilt, and the client told when it changed."""
+        server = self.servers[name]
+        previous, server.tools = server.tools, catalog.tools
+        before = self.catalog.version
+        try:
+            self.catalog = self._build()
+        except ConfigError as exc:  # its new list takes another server's tool name: it fails alone
+            server.tools = previous
+            self.catalog = self._build()
+            return self._happened(self.servers.fail(name, exc.message.removeprefix(f"server {name!r}: "), now), now)
+        actions: list[Action] = [*server.saved()]
+        if self.catalog.version != before and self.session.known:
+            actions += self._tools_changed()
+        return actions + self._release_waiting(now)
+
+    def _tools_changed(self) -> list[Action]:
+        if self.session.modern:
+            return self._listeners("notifications/tools/list_changed")
+        return [ToClient(LIST_CHANGED_TOOLS)]
+
+    # --- faults ---------------------------------------------------------------------------------------
+
+    def _down(self, down: Down, now: float) -> list[Action]:
+        """A server failed: what it owed is answered, and its tools stay listed (none waits for them)."""
+        self.session.asked.forget(down.server)  # a late answer of the client's must not reach its successor
+        actions: list[Action] = []
+        for answer in down.answers:
+            actions += self._reply(down.server, answer)
+        server = self.servers[down.server]
+        for frame in down.queued:
+            if not frame.is_request:
+                continue
+            request_id = frame.message["id"]
+            if isinstance(request_id, str) and request_id.startswith(GATHER_PREFIX):
+                actions += self._joined(self.passthrough.part(down.server, {"id": request_id}))
+            else:
+                actions.append(self._answer(server.unavailable(request_id)))
+        if server.tools is None:
+            server.tools = ()  # no list to show for it: the others are not kept waiting
+            actions += self._release_waiting(now)
+        return actions
+
+    def _release_waiting(self, now: float) -> list[Action]:
+        """Answer the ``tools/*`` requests that waited for the first lists, once none is awaited."""
+        if self.servers.discovering:
+            return []
+        waiting, self.session.waiting = self.session.waiting, []
+        actions: list[Action] = []
+        for frame in waiting:
+            actions += self._tools(frame, now)
+        return actions
+
+    def interrupt(self, reason: str, now: float) -> list[Action]:
+        """The session ends now: every request still owed an answer gets an error naming ``reason``."""
+        actions: list[Action] = []
+        for server in self.servers:
+            if server.life.running:
+                happened = self.servers.fail(server.name, reason, now)
+                actions += [a for a in self._happened(happened, now) if not isinstance(a, Stop)]
+        waiting, self.session.waiting = self.session.waiting, []
+        for frame in waiting:
+            text = f"The gateway stopped: {reason}"
+            actions.append(ToClient(_error(frame.message["id"], ErrorCode.UPSTREAM_ERROR, text)))
+        return actions
+
+    def expire(self, now: float) -> list[Action]:
+        """Fail every server that has left a request unanswered past the timeout."""
+        return self._happened(self.servers.expire(now), now)
+
+    # --- the merged catalog ---------------------------------------------------------------------------
+
+    def _build(self) -> Catalog:
+        self.names = Namespace(self.separator, prefixed=True)
+        servers = [(s.entry, s.tools or ()) for s in self.servers]
+        return merged_catalog(servers, self.options, self.names, auto=self.mode == "auto", budget=self.budget)

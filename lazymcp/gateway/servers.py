@@ -1,0 +1,235 @@
+"""Every server of one gateway session: each one's life (``lazymcp.gateway.lifecycle``), its ``Upstream``
+while it runs, its last known tools and lists, and the requests decided for it while it starts.
+
+``Servers`` starts, opens, feeds and fails servers and says what they said: ``Heard(server, event)`` for
+the gateway's front to tell the client, ``Down(server, ...)`` when one failed, with what it owed. A
+request decided for a server that is not ready is queued as it is and sent by the same ``forward`` once
+the server's handshake is done: one path for every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lazymcp import jsonrpc
+from lazymcp.core.actions import Action, Save, Say, Start, Stop, ToServer
+from lazymcp.core.upstream import Asks, Broke, Notice, Opened, Reply, Tools, Unlisted, Upstream
+from lazymcp.errors import ErrorCode
+from lazymcp.gateway.config import ServerEntry
+from lazymcp.gateway.lifecycle import Lifecycle, State
+from lazymcp.gateway.manifest import Listed, Manifest
+from lazymcp.jsonrpc import Frame, RequestId
+from lazymcp.messages import Tool
+
+
+@dataclass
+class Server:
+    """One server of the configuration, as the gateway sees it."""
+
+    entry: ServerEntry
+    life: Lifecycle = field(default_factory=Lifecycle)
+    upstream: Upstream | None = None
+    """Its side of the conversation, while it runs."""
+    queued: list[Frame] = field(default_factory=lambda: [])
+    """Requests decided for it while it starts, sent once its handshake is done."""
+    tools: Sequence[Tool] | None = None
+    """Its last tool list: its manifest's (``Packed``), then its own."""
+    version: str | None = None
+    lists: dict[str, Listed | list[Any]] = field(default_factory=lambda: {})
+    """Its last prompt, resource and template lists, by method (bare: fetched in this run)."""
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    def unavailable(self, request_id: RequestId) -> Frame:
+        """The answer to a request this server cannot take now."""
+        text = f"Server {self.name!r} is unavailable: {self.life.reason or 'not running'}"
+        return Frame(jsonrpc.error_message(request_id, ErrorCode.UPSTREAM_ERROR, text, {"server": self.name}))
+
+    def saved(self) -> list[Save]:
+        """Its manifest, written anew: its tools and its lists (those from the manifest keep their time)."""
+        if self.tools is None:
+            return []
+        return [Save(self.name, self.tools, self.version, dict(self.lists))]
+
+
+@dataclass(frozen=True, slots=True)
+class Heard:
+    """Something a server said, for the gateway to tell the client."""
+
+    server: str
+    event: Reply | Asks | Notice | Tools
+
+
+@dataclass(frozen=True, slots=True)
+class Down:
+    """A server failed: its errors for the requests it had, and the requests queued for it, not sent."""
+
+    server: str
+    answers: list[Frame]
+    queued: list[Frame]
+
+
+Happened = Action | Heard | Down
+
+
+@dataclass
+class Servers:
+    """The servers of one gateway session, in the configuration's order."""
+
+    entries: Sequence[ServerEntry]
+    manifests: Mapping[str, Manifest | None] = field(default_factory=lambda: {})
+    timeout: float | None = 300.0
+    client_timeout: float | None = 600.0
+    client_info: dict[str, str] = field(default_factory=lambda: {"name": "lazymcp-gateway", "version": "0"})
+    table: dict[str, Server] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.table = {}
+        for entry in self.entries:
+            server = self.table[entry.name] = Server(entry)
+            manifest = self.manifests.get(entry.name)
+            if manifest is not None:
+                server.tools, server.version, server.lists = manifest.tools, manifest.version, dict(manifest.lists)
+
+    def __getitem__(self, name: str) -> Server:
+        return self.table[name]
+
+    def __iter__(self) -> Iterator[Server]:
+        return iter(self.table.values())
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    @property
+    def discovering(self) -> bool:
+        """Is a running server's first tool list still awaited?"""
+        return any(s.tools is None and s.upstream is not None and s.life.state is not State.DOWN for s in self)
+
+    @property
+    def down(self) -> dict[str, str]:
+        """Why each failed server is down, by name."""
+        return {s.name: s.life.reason or "" for s in self if s.life.state is State.DOWN}
+
+    @property
+    def owed(self) -> int:
+        """Client requests the servers have not answered (queued ones too)."""
+        return sum(sum(1 for f in s.queued if f.is_request) + (s.upstream.owed if s.upstream else 0) for s in self)
+
+    def start(self, name: str) -> list[Happened]:
+        """Start a server that is idle or down (its backoff passed): a new ``Upstream``, a new queue."""
+        server = self.table[name]
+        server.life.move(State.SPAWNING)
+        server.upstream = Upstream(
+            name, timeout=self.timeout, client_timeout=self.client_timeout, client_info=self.client_info
+        )
+        server.queued = []
+        return [Start(name)]
+
+    def started(self, name: str, handshake: dict[str, Any] | None, now: float) -> list[Happened]:
+        """A server's process runs: open its handshake with ``handshake`` (its ``initialize`` params), or
+        wait for the client's (None)."""
+        server = self.table[name]
+        if server.life.state is not State.SPAWNING:
+            return []  # it failed while it started
+        if handshake is None:
+            server.life.move(State.WAITING)
+            return []
+        return self._open(server, handshake, now)
+
+    def open_waiting(self, handshake: dict[str, Any], now: float) -> list[Happened]:
+        """The client is known: the servers that waited for it open their handshakes."""
+        happened: list[Happened] = []
+        for server in self:
+            if server.life.state is State.WAITING:
+                happened += self._open(server, handshake, now)
+        return happened
+
+    def _open(self, server: Server, handshake: dict[str, Any], now: float) -> list[Happened]:
+        server.life.move(State.OPENING)
+        assert server.upstream is not None
+        return self._heard(server, server.upstream.open(handshake, now), now)
+
+    def call(self, name: str, frame: Frame, now: float) -> list[Happened]:
+        """Send a request decided for a server (not within its backoff): at once when it is ready, else once
+        its handshake is done, starting it when it is not running."""
+        server = self.table[name]
+        if server.life.state is State.READY and server.upstream is not None:
+            return self._heard(server, server.upstream.forward(frame, now), now)
+        happened = self.start(name) if server.life.stopped else []
+        server.queued.append(frame)
+        return happened
+
+    def notify(self, name: str, frame: Frame, now: float) -> list[Happened]:
+        """Send a ready server a client notification."""
+        server = self.table[name]
+        if server.life.state is not State.READY or server.upstream is None:
+            return []
+        return self._heard(server, server.upstream.notify(frame), now)
+
+    def answer(self, name: str, frame: Frame, now: float) -> list[Happened]:
+        """Send a server the client's answer to its request."""
+        server = self.table[name]
+        if server.upstream is None:
+            return []
+        return self._heard(server, server.upstream.answer(frame, now), now)
+
+    def receive(self, name: str, data: bytes, now: float, *, takes_requests: bool) -> list[Happened]:
+        """One line from a server."""
+        server = self.table[name]
+        if server.upstream is None:
+            return []
+        return self._heard(server, server.upstream.receive(data, now, takes_requests=takes_requests), now)
+
+    def _heard(self, server: Server, events: Sequence[object], now: float) -> list[Happened]:
+        happened: list[Happened] = []
+        for event in events:
+            if isinstance(event, ToServer):
+                happened.append(event)
+            elif isinstance(event, Say):
+                happened.append(Say(f"server {server.name!r}: {event.text}"))
+            elif isinstance(event, Reply | Asks | Notice | Tools):
+                happened.append(Heard(server.name, event))
+            elif isinstance(event, Opened):
+                happened += self._opened(server, event, now)
+            elif isinstance(event, Broke | Unlisted):
+                return happened + self.fail(server.name, event.reason, now)
+        return happened
+
+    def _opened(self, server: Server, opened: Opened, now: float) -> list[Happened]:
+        """The handshake's answer: the server is ready, and what was queued for it is sent."""
+        if opened.result is None:
+            return self.fail(server.name, f"it refused the gateway's initialize: {opened.detail}", now)
+        version = jsonrpc.field(opened.result.get("serverInfo"), "version")
+        server.version = version if isinstance(version, str) else None
+        server.life.move(State.READY)
+        queued, server.queued = server.queued, []
+        happened: list[Happened] = []
+        for frame in queued:
+            happened += self.call(server.name, frame, now)
+        return happened
+
+    def start_failed(self, name: str, reason: str, now: float) -> list[Happened]:
+        """The server could not be started, or went away."""
+        return [] if self.table[name].life.stopped else self.fail(name, reason, now)
+
+    def fail(self, name: str, reason: str, now: float) -> list[Happened]:
+        """The server failed: it is stopped and refused for its backoff, and what it owed is handed back."""
+        server = self.table[name]
+        reason = f"server {name!r}: {reason}"
+        queued, server.queued = server.queued, []
+        upstream, server.upstream = server.upstream, None
+        server.life.fail(reason, now)
+        answers = upstream.fail(reason) if upstream is not None else []
+        return [Stop(name, reason), Down(name, answers, queued)]
+
+    def expire(self, now: float) -> list[Happened]:
+        """Fail every server that has left a request unanswered past the timeout."""
+        happened: list[Happened] = []
+        for server in self:
+            if server.upstream is not None:
+                happened += self._heard(server, server.upstream.expire(now), now)
+        return happened

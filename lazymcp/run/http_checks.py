@@ -1,0 +1,82 @@
+"""What the HTTP front checks before a request reaches a session: the Host and Origin it came with
+(DNS-rebinding and cross-site protection, as the SDK's own server does), its content type, the shape of
+its message, and who its principal is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from lazymcp import jsonrpc
+from lazymcp.addresses import LOOPBACK, is_loopback
+from lazymcp.errors import ErrorCode
+
+
+def principal_of(request: Request) -> object:
+    """Who a request comes from, when its front authenticates principals (OAuth): the token's client,
+    issuer and subject; None otherwise (everyone is one principal)."""
+    user = request.scope.get("user")
+    token = getattr(user, "access_token", None)
+    if token is None:
+        return None
+    from mcp.server.auth.provider import principal_components
+
+    return principal_components(token)
+
+
+def malformed(message: jsonrpc.Message) -> str | None:
+    """Why a posted message is not one the front can answer (None: it can)."""
+    if "method" in message and not isinstance(message["method"], str):
+        return "'method' must be a string"
+    if "id" in message and not jsonrpc.valid_id(message["id"]):
+        return "'id' must be a string or an integer"
+    return None
+
+
+def refuse_non_json(request: Request) -> Response | None:
+    """A POST whose body is not declared ``application/json`` is refused (400): a web page can send a
+    ``text/plain`` POST without a CORS preflight."""
+    content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if request.method == "POST" and content_type != "application/json":
+        return Response("Invalid Content-Type header: expected application/json", status_code=400)
+    return None
+
+
+def error_response(
+    request_id: object, status: int, text: str, *, code: ErrorCode = ErrorCode.INVALID_REQUEST
+) -> Response:
+    body = jsonrpc.encode(jsonrpc.error_message(request_id, code, text))
+    return Response(body, status_code=status, media_type="application/json")
+
+
+class Guard:
+    """Host and Origin checks for the address the front listens on: on a loopback address both must be
+    loopback, elsewhere each must be on its ``--allow-host``/``--allow-origin`` list when one is given."""
+
+    def __init__(self, bound: str, allow_hosts: Sequence[str], allow_origins: Sequence[str]) -> None:
+        self.loopback = is_loopback(bound)
+        self.hosts: set[str] = {host.lower() for host in allow_hosts}
+        if self.loopback:
+            self.hosts |= LOOPBACK
+        self.origins = {origin.lower().rstrip("/") for origin in allow_origins}
+
+    def check(self, request: Request) -> Response | None:
+        host = (request.headers.get("host") or "").lower()
+        hostname = (request.url.hostname or "").lower()
+        if self.hosts and hostname not in self.hosts and host not in self.hosts:
+            return Response("Forbidden host", status_code=421)
+        origin = request.headers.get("origin")
+        if origin is None:
+            return None
+        origin = origin.lower().rstrip("/")
+        if origin in self.origins or "*" in self.origins:
+            return None
+        if self.loopback and is_loopback(urlsplit(origin).hostname):
+            return None
+        if self.origins or self.loopback:
+            return Response("Invalid Origin header", status_code=403)
+        return None

@@ -1,0 +1,139 @@
+"""One session of the HTTP front: a ``Driver`` whose answers are matched to the POSTs waiting for them,
+and whose other messages go to the session's event streams (its GET stream, its 2026 listen streams).
+
+Sessions are sealed: every id, cancellation, progress token and notification is mapped within one
+session, and nothing one session sends can name another's request. Each event stream keeps at most
+``event_buffer`` unread messages, dropping the oldest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol, cast
+
+from starlette.responses import Response
+
+from lazymcp import jsonrpc
+from lazymcp.bridge import SUBSCRIPTION_ID_KEY
+from lazymcp.errors import ErrorCode
+from lazymcp.jsonrpc import Frame
+from lazymcp.limits import DropOldest, Limits
+from lazymcp.run.driver import Driver, FrameSink
+
+
+class HttpSession:
+    """One session of HTTP clients behind one driver: answers matched to the POSTs waiting for them."""
+
+    def __init__(self, driver: Callable[[FrameSink], Driver], *, remap_ids: bool, limits: Limits) -> None:
+        self.driver = driver(self._to_client)
+        self.remap_ids = remap_ids
+        """2026 requests: each gets an id of the session's own on the way in, its own back on the way out."""
+        self.limits = limits
+        self.waiting: dict[tuple[str, object], asyncio.Future[Frame]] = {}
+        self.events: DropOldest[Frame] = DropOldest(limits.event_buffer, self._dropping)
+        self.listens: dict[object, DropOldest[Frame]] = {}
+        self.last_seen = asyncio.get_running_loop().time()
+        self.principal: object = None
+        """Who opened it (an OAuth token's client, issuer and subject); only they may use it."""
+        self.streams = 0
+        """Event streams open on this session (GET, listen): a session with one is busy."""
+        self._ids = itertools.count(1)
+
+    def _dropping(self) -> None:
+        size = self.limits.event_buffer
+        self.driver.say(f"a session's event stream is not being read: past {size} messages the oldest are dropped")
+
+    def _to_client(self, frame: Frame) -> None:
+        if frame.is_answer:
+            waiter = self.waiting.pop(jsonrpc.id_key(frame.id), None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(frame)
+            return  # an answer nobody waits for (cancelled, timed out) has no stream to go to
+        stream = self.listens.get(jsonrpc.params_meta(frame.message).get(SUBSCRIPTION_ID_KEY))
+        (stream if stream is not None else self.events).put(frame)
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def cancel(self, key: object, reason: str) -> None:
+        """The client gave up on a request: the server is told, and its answer will be dropped."""
+        if self.waiting.pop(jsonrpc.id_key(key), None) is not None:
+            notice = {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": key, "reason": reason},
+            }
+            self.driver.from_client(Frame(notice))
+
+    async def close(self, reason: str) -> None:
+        """End the session: every POST still waiting gets an error, and the servers are reaped."""
+        self.driver.interrupt(reason, 0)
+        for key, waiter in list(self.waiting.items()):
+            if not waiter.done():
+                error = jsonrpc.error_message(key[1], ErrorCode.UPSTREAM_ERROR, f"Session ended: {reason}")
+                waiter.set_result(Frame(error))
+        self.waiting.clear()
+        await self.driver.close()
+
+
+class StreamOwner(Protocol):
+    """What an event stream counts itself on: a session is busy while it has one open."""
+
+    streams: int
+
+
+Listen = tuple[asyncio.Future[Frame], object, object, HttpSession]
+"""A listen stream: the waiter for its final answer, its id in the session, the client's id, its session."""
+
+
+def _text(frame: Frame) -> str | None:
+    line = jsonrpc.line_of(frame)
+    return None if line is None else line.decode()
+
+
+def event_stream(queue: DropOldest[Frame], listen: Listen | None, side: StreamOwner) -> Response:
+    """An SSE response: the queue's messages, until the client leaves (or a listen stream ends)."""
+    from sse_starlette.sse import EventSourceResponse
+
+    async def events() -> AsyncIterator[dict[str, str]]:
+        side.streams += 1
+        try:
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                waits: set[asyncio.Future[Any]] = {getter}
+                if listen is not None:
+                    waits.add(listen[0])
+                done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    data = _text(_restore(getter.result(), listen))
+                    if data is not None:
+                        yield {"event": "message", "data": data}
+                else:
+                    getter.cancel()
+                if listen is not None and listen[0].done():
+                    if not listen[0].cancelled():
+                        data = _text(listen[0].result().changed(id=listen[2]))
+                        if data is not None:
+                            yield {"event": "message", "data": data}
+                    return
+        finally:
+            side.streams -= 1
+            if listen is not None:
+                listen[3].listens.pop(listen[1], None)
+                listen[3].cancel(listen[1], "the client closed its listen stream")
+
+    return EventSourceResponse(events())
+
+
+def _restore(frame: Frame, listen: Listen | None) -> Frame:
+    """Put the client's own id back on a listen stream's frames."""
+    if listen is None:
+        return frame
+    _, key, original, _ = listen
+    meta = jsonrpc.params_meta(frame.message)
+    if meta.get(SUBSCRIPTION_ID_KEY) == key:
+        params = cast(dict[str, object], frame.message["params"])
+        return frame.changed(params={**params, "_meta": {**meta, SUBSCRIPTION_ID_KEY: original}})
+    return frame

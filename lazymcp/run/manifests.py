@@ -1,0 +1,110 @@
+"""The manifest cache on disk: one JSON file per server under the cache directory
+(``lazymcp.files.cache_dir``), keyed by a hash of how the server is started or reached (command,
+arguments, working directory, URL). Each records the server's ``serverInfo`` version and when it was
+fetched. A manifest that cannot be read counts as absent: the server is started.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import orjson
+
+from lazymcp import jsonrpc
+from lazymcp.catalog import Packed
+from lazymcp.gateway.manifest import Listed, Manifest
+from lazymcp.messages import Tool
+
+FORMAT = 1
+
+
+def manifest_key(identity: Sequence[Any]) -> str:
+    """The cache key of a server: a hash of how it is started or reached."""
+    return hashlib.sha256(orjson.dumps([FORMAT, *identity])).hexdigest()[:24]
+
+
+def _decode(raw: bytes) -> Any:
+    """A manifest file's JSON.
+
+    Not orjson's: its parser takes a scratch buffer several times a large file's size and frees it,
+    which leaves glibc's malloc placing every later block up to that size (a whole ``tools/list``
+    answer and its copies on the way out) on a heap it never gives back.
+
+    Raises:
+        ValueError: the file is not JSON.
+    """
+    return json.loads(raw)
+
+
+def _lists(data: object) -> dict[str, Listed]:
+    kept: dict[str, Listed] = {}
+    for method, listed in (cast(dict[str, Any], data) if isinstance(data, dict) else {}).items():
+        entries, fetched = jsonrpc.field(listed, "entries"), jsonrpc.field(listed, "fetched")
+        if isinstance(entries, list) and isinstance(fetched, int | float) and not isinstance(fetched, bool):
+            kept[method] = Listed(cast(list[Any], entries), float(fetched))
+    return kept
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestStore:
+    """The manifests in one directory."""
+
+    directory: Path
+
+    def _path(self, identity: Sequence[Any]) -> Path:
+        return self.directory / f"{manifest_key(identity)}.json"
+
+    def load(self, identity: Sequence[Any]) -> Manifest | None:
+        """The manifest of a server, or None when there is none (or it cannot be read)."""
+        try:
+            raw = self._path(identity).read_bytes()
+            data = _decode(raw)
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        data = cast(dict[str, Any], data)
+        if data.get("format") != FORMAT:
+            return None
+        tools, fetched, version = data.get("tools"), data.get("fetched"), data.get("version")
+        if not isinstance(tools, list) or not isinstance(fetched, int | float):
+            return None
+        if not all(isinstance(jsonrpc.field(t, "name"), str) for t in cast(list[object], tools)):
+            return None
+        try:  # JSON orjson cannot write (a lone surrogate) is no file this store wrote
+            orjson.dumps(tools)
+        except TypeError:
+            return None
+        names = [cast(str, jsonrpc.field(tool, "name")) for tool in cast(list[object], tools)]
+        packed = Packed.deferred(names, lambda: cast(list[Tool], _decode(raw)["tools"]))
+        version = version if isinstance(version, str) else None
+        return Manifest(packed, float(fetched), version, _lists(data.get("lists")))
+
+    def save(
+        self,
+        identity: Sequence[Any],
+        tools: Sequence[Tool],
+        version: str | None = None,
+        lists: Mapping[str, Listed | list[Any]] | None = None,
+    ) -> Manifest:
+        """Store a server's tool list and other lists (written whole, then renamed into place); a list
+        given bare is fetched now, a ``Listed`` keeps its time."""
+        now = time.time()
+        kept = {m: v if isinstance(v, Listed) else Listed(v, now) for m, v in (lists or {}).items()}
+        manifest = Manifest(tools if isinstance(tools, Packed) else tuple(tools), now, version, kept)
+        path = self._path(identity)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"format": FORMAT, "fetched": manifest.fetched, "version": version, "tools": list(tools)}
+        written = {m: {"entries": v.entries, "fetched": v.fetched} for m, v in kept.items()}
+        blob = orjson.dumps({**record, "lists": written})
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(blob)
+        partial.replace(path)
+        return manifest

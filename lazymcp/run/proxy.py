@@ -1,0 +1,78 @@
+"""``lazymcp proxy``: one server made lazy, for clients on this process's stdio or on streamable HTTP.
+
+The proxy's core is ``lazymcp.core.proxy.Proxy``; the client sides are the gateway's own
+(``lazymcp.run.stdio``, ``lazymcp.run.http_front``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lazymcp.addresses import open_front_warning
+from lazymcp.core.proxy import Proxy
+from lazymcp.gateway.config import ServerEntry
+from lazymcp.limits import Limits
+from lazymcp.notices import say
+from lazymcp.options import Options
+from lazymcp.run.wire import sdk_serializer
+
+if TYPE_CHECKING:
+    from lazymcp.auth import Access
+
+UPSTREAM = "upstream"
+"""The proxy's one server, as its reports name it."""
+
+
+def proxy_core(upstream: Sequence[str] | str, options: Options | None, limits: Limits) -> Proxy:
+    """The proxy's core over one server (a command, or a streamable-HTTP URL), with the SDK's 2026 wire
+    model for the results it bridges."""
+    from lazymcp.version import __version__
+
+    if isinstance(upstream, str):
+        entry = ServerEntry(UPSTREAM, url=upstream)
+    else:
+        entry = ServerEntry(UPSTREAM, command=tuple(upstream))
+    return Proxy(
+        entry,
+        options or Options(),
+        timeout=limits.timeout or None,
+        client_timeout=limits.client_timeout,
+        client_info={"name": "lazymcp-proxy", "version": __version__},
+        serialize=sdk_serializer,
+    )
+
+
+def run_proxy(
+    upstream: Sequence[str] | str,
+    options: Options | None = None,
+    *,
+    limits: Limits | None = None,
+    http: tuple[str, int] | None = None,
+    allow_hosts: Sequence[str] = (),
+    allow_origins: Sequence[str] = (),
+    access: Access | None = None,
+) -> int:
+    """Run the proxy: ``upstream`` is a command (stdio) or a URL (streamable HTTP); clients come over
+    this process's stdio, or streamable HTTP at ``http`` (host, port). Returns the exit status."""
+    limits = limits or Limits()
+    if http is None:
+        from lazymcp.run.stdio import run_stdio
+
+        return asyncio.run(run_stdio(proxy_core(upstream, options, limits)))
+    from lazymcp.run.http_front import HttpFront, serve_front
+
+    host, _ = http
+    warning = open_front_warning(host, allow_hosts, allow_origins) if access is None else None
+    if warning is not None:
+        say("proxy", warning)
+    front = HttpFront(
+        lambda: proxy_core(upstream, options, limits),
+        limits,
+        host,
+        allow_hosts=allow_hosts,
+        allow_origins=allow_origins,
+        access=access,
+    )
+    return serve_front(front, http)
