@@ -47,7 +47,7 @@ import orjson
 
 from lazymcp.core.actions import Fail, ToClient, ToServer
 from lazymcp.core.proxy import Proxy
-from lazymcp.gateway.config import ServerEntry
+from lazymcp.entries import ServerEntry
 from lazymcp.options import Options
 from lazymcp.sample import sample_tools
 

@@ -24,28 +24,9 @@ import orjson
 
 from lazymcp.arguments import Check, compile_validator
 from lazymcp.errors import CatalogError, InvalidParams
-from lazymcp.messages import (
-    DESCRIBE_TOOLS,
-    INVOKE_TOOL,
-    LIST_TOOL_CATEGORIES,
-    MANAGE_TOOLS,
-    META_TOOLS,
-    SEARCH_TOOLS,
-    SEPARATOR,
-    Detail,
-    Mode,
-    Shape,
-    Tool,
-    ToolStub,
-)
+from lazymcp.messages import SEPARATOR, Detail, Mode, Shape, Tool, ToolStub
 from lazymcp.metadata import Metadata, ToolInfo, resolve
-from lazymcp.metatools import (
-    describe_tools_definition,
-    invoke_tool_definition,
-    list_tool_categories_definition,
-    manage_tools_definition,
-    search_tools_definition,
-)
+from lazymcp.metatools import BY_NAME, DESCRIBE_TOOLS, REGISTRY
 from lazymcp.names import NameIndex
 from lazymcp.options import Options
 from lazymcp.stubs import STOCK_INPUT_SCHEMA, make_stub
@@ -285,13 +266,13 @@ class Catalog:
                 else:
                     tool_list.append(tool)
         # The server's own tool wins; a meta-tool takes the first free name (spec §8, §17.7).
-        meta_names = {name: _free_name(name, index) for name in META_TOOLS}
+        meta_names = {meta.name: _free_name(meta.name, index) for meta in REGISTRY}
         return cls(
             held=Packed(blobs, index) if packed else tuple(tool_list),
             index=index,
             version=digest.hexdigest()[:16],
             options=options,
-            meta_tool=describe_tools_definition(meta_names[DESCRIBE_TOOLS], options.describe_batch_max),
+            meta_tool=BY_NAME[DESCRIBE_TOOLS].define(meta_names[DESCRIBE_TOOLS], options, "describe"),
             meta_names=meta_names,
             declared=declared or Metadata(),
             origin=origin,
@@ -424,20 +405,20 @@ class Catalog:
 
     @property
     def meta_tools(self) -> dict[str, Tool]:
-        """Every meta-tool's default definition, by its name in this catalog."""
+        """Every meta-tool's usual definition (the ``describe`` mode's), by its name in this catalog."""
 
         def build() -> dict[str, Tool]:
-            names, options = self.meta_names, self.options
-            definitions = (
-                list_tool_categories_definition(names[LIST_TOOL_CATEGORIES]),
-                search_tools_definition(names[SEARCH_TOOLS], options.search_top_k),
-                self.meta_tool,
-                invoke_tool_definition(names[INVOKE_TOOL]),
-                manage_tools_definition(names[MANAGE_TOOLS], options.describe_batch_max),
-            )
+            definitions = [self.meta_definition(meta.name, "describe") for meta in REGISTRY]
             return {tool["name"]: tool for tool in definitions}
 
         return self.memo("meta_tools", build)
+
+    def meta_definition(self, canonical: str, mode: Mode) -> Tool:
+        """The meta-tool ``canonical`` as ``mode`` lists it, under its name in this catalog (built once)."""
+        if canonical == DESCRIBE_TOOLS and mode == "describe":
+            return self.meta_tool
+        name = self.meta_names[canonical]
+        return self.memo(f"meta:{canonical}:{mode}", lambda: BY_NAME[canonical].define(name, self.options, mode))
 
     def canonical_meta_name(self, name: str) -> str | None:
         """The usual name of the meta-tool called ``name`` here, or None when ``name`` is no meta-tool."""

@@ -190,3 +190,30 @@ def line_of(frame: Frame) -> bytes | None:
         if frame.is_notification or not valid_id(frame.id):
             return None
         return encode(error_message(frame.id, ErrorCode.INTERNAL_ERROR, "Internal error: the answer nests too deeply"))
+
+
+# --- the refusals every core gives a client alike ---------------------------------------------------
+
+
+def parse_refusal() -> Frame:
+    """The answer to a line that is not JSON-RPC."""
+    return Frame(error_message(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message"))
+
+
+def request_refusal(frame: Frame) -> Frame | None:
+    """The answer refusing a request that is not one (its method or id of the wrong type, its params not
+    an object), or None for a valid one. MCP params are objects: servers built on the SDK drop any other
+    request unanswered, which would leave it hanging until the server counted as hung."""
+    message = frame.message
+    request_id = message["id"]
+    if not isinstance(message["method"], str) or not valid_id(request_id):
+        return Frame(error_message(None, ErrorCode.INVALID_REQUEST, "Invalid request"))
+    if "params" in message and not isinstance(message["params"], dict):
+        data = {"field": "params", "reason": "type"}
+        return Frame(error_message(request_id, ErrorCode.INVALID_PARAMS, "Invalid params: expected an object", data))
+    return None
+
+
+def too_deep(request_id: RequestId) -> Frame:
+    """The answer to a request that, changed on its way, nests too deeply to be written."""
+    return Frame(error_message(request_id, ErrorCode.INVALID_REQUEST, "Invalid request: nested too deeply"))

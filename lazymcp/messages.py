@@ -29,14 +29,6 @@ Mode = Literal["describe", "dynamic", "proxy", "core", "eager"]
 """How a stock client's default ``tools/list`` is served (spec/lazy-tools.md §17)."""
 MODES: Final[tuple[Mode, ...]] = ("describe", "dynamic", "proxy", "core", "eager")
 
-SEARCH_TOOLS: Final = "search_tools"
-DESCRIBE_TOOLS: Final = "describe_tools"
-INVOKE_TOOL: Final = "invoke_tool"
-MANAGE_TOOLS: Final = "manage_tools"
-LIST_TOOL_CATEGORIES: Final = "list_tool_categories"
-META_TOOLS: Final = (LIST_TOOL_CATEGORIES, SEARCH_TOOLS, DESCRIBE_TOOLS, INVOKE_TOOL, MANAGE_TOOLS)
-"""The meta-tools, by the names the seed patterns use (a server's own tool of that name wins, §17.7)."""
-
 Tool = dict[str, Any]
 """A tool exactly as the server publishes it. lazymcp relays tools; it never repairs them."""
 

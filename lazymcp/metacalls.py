@@ -1,18 +1,29 @@
-"""What the meta-tools do when called (spec §17): search, categories, and a dynamic session's tools.
+"""What a call comes to (``Answer``, ``Run``, ``Forward``), and what each meta-tool does when called
+(spec §17): its handler, registered with ``@handles`` under its name in ``lazymcp.metatools.REGISTRY``.
 
-Their definitions and plain payloads are ``lazymcp.metatools``; which of them a mode lists and lets a
-client call is ``lazymcp.modes``. ``DynamicSession`` is the one piece of state: a ``dynamic``-mode
-session's enabled and disabled tools, kept wherever the adapter keeps that session.
+``DynamicSession`` is the one piece of state: a ``dynamic``-mode session's enabled and disabled tools,
+kept wherever the adapter keeps that session. ``check_call`` is the one argument check of every call
+(LT-14).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from lazymcp.arguments import check_arguments
 from lazymcp.catalog import Catalog
-from lazymcp.metatools import MANAGE_PAGE_SIZE, text_result
+from lazymcp.metatools import (
+    DESCRIBE_TOOLS,
+    INVOKE_TOOL,
+    LIST_TOOL_CATEGORIES,
+    MANAGE_PAGE_SIZE,
+    MANAGE_TOOLS,
+    SEARCH_TOOLS,
+    describe_tools_result,
+    text_result,
+)
 from lazymcp.names import suggest
 
 
@@ -52,6 +63,52 @@ class Answer:
 
     result: dict[str, Any]
     changed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Run the real tool ``name`` with ``arguments`` (already checked against its schema)."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """The call is the server's to run, exactly as it came."""
+
+
+Outcome = Answer | Run | Forward
+Handler = Callable[[Catalog, dict[str, Any], "DynamicSession | None"], Outcome]
+"""A meta-tool's call: the catalog, its checked arguments, and the dynamic session (in ``dynamic`` mode)."""
+
+HANDLERS: dict[str, Handler] = {}
+"""Each meta-tool's handler, by its usual name."""
+
+
+def handles(name: str) -> Callable[[Handler], Handler]:
+    """Register the handler of the meta-tool ``name`` (an entry of ``lazymcp.metatools.REGISTRY``)."""
+
+    def register(handler: Handler) -> Handler:
+        HANDLERS[name] = handler
+        return handler
+
+    return register
+
+
+def check_call(catalog: Catalog, name: str, arguments: object, *, always: bool = False) -> dict[str, Any] | None:
+    """The argument check of a call (LT-14): an ``isError`` result carrying the schema, or None to run it.
+
+    A catalog tool, or the stock listing's ``describe_tools``, is checked unless ``check_arguments``
+    is off; ``always``: checked whatever that option says (meta-tools answered here, ``invoke_tool``'s
+    inner call). A name the catalog does not have is the server's to answer its own way.
+    """
+    if not always:
+        if not catalog.options.check_arguments:
+            return None
+        if catalog.get(name) is None and name != catalog.meta_tool["name"]:
+            return None
+    return check_arguments(name, catalog.validator(name), arguments)
 
 
 def core_names(catalog: Catalog) -> frozenset[str]:
@@ -103,6 +160,35 @@ def _entry(catalog: Catalog, name: str) -> dict[str, Any]:
     return entry
 
 
+@handles(LIST_TOOL_CATEGORIES)
+def list_tool_categories(catalog: Catalog, args: Mapping[str, Any], session: DynamicSession | None) -> Answer:
+    """``list_tool_categories``: each category with its tool count, and how many tools there are."""
+    return Answer(text_result({"categories": categories(catalog), "total": len(catalog)}))
+
+
+@handles(DESCRIBE_TOOLS)
+def describe_tools(catalog: Catalog, args: Mapping[str, Any], session: DynamicSession | None) -> Answer:
+    """``describe_tools``: the full definitions asked for, with their declared metadata (§17.6)."""
+    names = [name for name in args["names"] if isinstance(name, str)]
+    extras: Callable[[str], Any] = lambda name: catalog.info(name).extras()  # noqa: E731
+    return Answer(describe_tools_result(catalog.get, catalog.name_index(), names, extras))
+
+
+@handles(INVOKE_TOOL)
+def invoke_tool(catalog: Catalog, args: Mapping[str, Any], session: DynamicSession | None) -> Answer | Run:
+    """``invoke_tool``: the real tool's call, once its arguments fit its schema."""
+    name: str = args["name"]
+    arguments = cast(dict[str, Any], args.get("arguments") or {})
+    if catalog.get(name) is None:
+        close = suggest(name, catalog.name_index())
+        return error("unknown_tool", f"No tool {name!r}; find tools with search_tools.", name=name, suggestions=close)
+    refused = check_call(catalog, name, arguments, always=True)
+    if refused is not None:
+        return Answer(refused)
+    return Run(name, arguments)
+
+
+@handles(SEARCH_TOOLS)
 def search(catalog: Catalog, args: Mapping[str, Any], session: DynamicSession | None) -> Answer:
     """``search_tools``: the best matches, "k of N"; in a dynamic session it also enables them."""
     query: str = args["query"]
@@ -157,8 +243,10 @@ def _resolve_names(catalog: Catalog, names: list[str]) -> tuple[list[str], list[
     return list(tools), unknown
 
 
-def manage(catalog: Catalog, args: Mapping[str, Any], session: DynamicSession) -> Answer:
+@handles(MANAGE_TOOLS)
+def manage(catalog: Catalog, args: Mapping[str, Any], session: DynamicSession | None) -> Answer:
     """``manage_tools``: list, enable or disable a dynamic session's tools by tool or category name."""
+    assert session is not None  # callable in a dynamic session only
     action: str = args["action"]
     always = core_names(catalog)
     if action == "list":

@@ -4,19 +4,30 @@ A host that knows nothing of the extension (Claude Desktop, Cursor) shows its mo
 ``tools/list`` returns and lets it call any listed tool. ``describe_tools`` is such a tool: it takes
 names and answers with the full definitions as an ordinary tool result. The modes of §17 add four
 more, named as the seed patterns name them: ``search_tools``, ``invoke_tool``, ``manage_tools`` and
-``list_tool_categories``. Here are their definitions and the JSON payloads they answer with; which
-of them a listing carries, and what they do to a session, is ``lazymcp.modes``.
+``list_tool_categories``.
+
+``REGISTRY`` is the one table of them: each entry is a meta-tool's name, its definition, the modes
+whose listing carries it and those in which a stock client may call it. What a call does is its
+handler (``lazymcp.metacalls``, registered with ``@handles``): adding a meta-tool is an entry here and
+its handler there. Here too are the JSON payloads they answer with.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
 
 import orjson
 
-from lazymcp.messages import Tool
+from lazymcp.messages import MODES, Mode, Tool
 from lazymcp.names import NameIndex, suggest
+
+LIST_TOOL_CATEGORIES: Final = "list_tool_categories"
+SEARCH_TOOLS: Final = "search_tools"
+DESCRIBE_TOOLS: Final = "describe_tools"
+INVOKE_TOOL: Final = "invoke_tool"
+MANAGE_TOOLS: Final = "manage_tools"
 
 MAX_SUGGESTED = 10
 """Unknown names in one ``describe_tools`` call that get suggestions."""
@@ -207,3 +218,79 @@ def list_tool_categories_definition(name: str) -> Tool:
         "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
         "annotations": READ_ONLY,
     }
+
+
+# --- the registry ----------------------------------------------------------------------------------
+
+
+class Sizes(Protocol):
+    """What a meta-tool's definition reads of the server's options (``lazymcp.options.Options``)."""
+
+    @property
+    def describe_batch_max(self) -> int: ...
+
+    @property
+    def search_top_k(self) -> int: ...
+
+
+EVERY_MODE: Final[frozenset[Mode]] = frozenset(MODES)
+SURFACE: Final[frozenset[Mode]] = frozenset({"proxy", "core"})
+"""The modes that list the stable surface (§17.4) instead of the tools."""
+DYNAMIC: Final[frozenset[Mode]] = frozenset({"dynamic"})
+STUBS: Final[frozenset[Mode]] = frozenset({"describe"})
+"""The mode that lists stock stubs, behind ``describe_tools``."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetaTool:
+    """One meta-tool: its usual name, its definition in a mode, and where it is listed and may be called.
+
+    A mode's listing carries the meta-tools ``listed_in`` it, in ``REGISTRY``'s order (``describe``'s
+    after ``describe_tools``, its first). A stock client may call those ``callable_in`` its mode, and in
+    ``describe`` and ``eager`` mode those the ``meta_tools`` option lists: ``listable`` ones, which keep
+    no session state.
+    """
+
+    name: str
+    define: Callable[[str, Sizes, Mode], Tool]
+    """Its definition under a name (another when a catalog tool has its own), in a mode."""
+    listed_in: frozenset[Mode]
+    callable_in: frozenset[Mode]
+    listable: bool = False
+
+
+REGISTRY: Final[tuple[MetaTool, ...]] = (
+    MetaTool(
+        LIST_TOOL_CATEGORIES,
+        lambda name, sizes, mode: list_tool_categories_definition(name),
+        SURFACE,
+        SURFACE,
+        listable=True,
+    ),
+    MetaTool(
+        SEARCH_TOOLS,
+        lambda name, sizes, mode: search_tools_definition(name, sizes.search_top_k, enables=mode == "dynamic"),
+        SURFACE | DYNAMIC,
+        EVERY_MODE,
+        listable=True,
+    ),
+    MetaTool(
+        DESCRIBE_TOOLS,
+        lambda name, sizes, mode: describe_tools_definition(name, sizes.describe_batch_max, unlisted=mode in SURFACE),
+        SURFACE | STUBS,
+        EVERY_MODE,
+        listable=True,
+    ),
+    MetaTool(INVOKE_TOOL, lambda name, sizes, mode: invoke_tool_definition(name), SURFACE, SURFACE, listable=True),
+    MetaTool(
+        MANAGE_TOOLS,
+        lambda name, sizes, mode: manage_tools_definition(name, sizes.describe_batch_max),
+        DYNAMIC,
+        DYNAMIC,
+    ),
+)
+"""Every meta-tool, in listing order."""
+
+BY_NAME: Final = {meta.name: meta for meta in REGISTRY}
+LISTABLE: Final = tuple(meta.name for meta in REGISTRY if meta.listable)
+"""Meta-tools that ``meta_tools`` may add to a ``describe`` or ``eager`` listing (they keep no session state)."""

@@ -18,7 +18,8 @@ from lazymcp import modes
 from lazymcp.bridge import Envelope
 from lazymcp.catalog import Catalog
 from lazymcp.errors import InvalidParams, UnknownTool
-from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DESCRIBE_TOOLS, DETAILS, EXT_ID, Detail, Shape, StockDefault
+from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DETAILS, EXT_ID, Detail, Shape, StockDefault
+from lazymcp.metatools import DESCRIBE_TOOLS
 from lazymcp.modes import Answer, DynamicSession, Forward, Outcome, Run
 from lazymcp.options import Options
 

@@ -27,48 +27,27 @@ to run as it came). ``check_call`` is the one argument check of every call (LT-1
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, cast
 
-from lazymcp.arguments import check_arguments
 from lazymcp.catalog import Catalog
 from lazymcp.errors import CatalogError
-from lazymcp.messages import (
-    DESCRIBE_TOOLS,
-    INVOKE_TOOL,
-    LIST_TOOL_CATEGORIES,
-    MANAGE_TOOLS,
-    SEARCH_TOOLS,
-    Detail,
-    Mode,
-    Tool,
-)
-from lazymcp.metacalls import Answer, DynamicSession, categories, core_names, error, manage, search
-from lazymcp.metatools import describe_tools_definition, describe_tools_result, search_tools_definition, text_result
+from lazymcp.messages import Detail, Mode, Tool
+from lazymcp.metacalls import HANDLERS, Answer, DynamicSession, Forward, Outcome, Run, check_call, core_names
+from lazymcp.metatools import REGISTRY
 from lazymcp.names import suggest
 
-SURFACE = (LIST_TOOL_CATEGORIES, SEARCH_TOOLS, DESCRIBE_TOOLS, INVOKE_TOOL)
+
+def listed(mode: Mode) -> tuple[str, ...]:
+    """The meta-tools ``mode`` always lists, in listing order (``proxy`` and ``core``: the stable surface)."""
+    return tuple(meta.name for meta in REGISTRY if mode in meta.listed_in)
+
+
+SURFACE = listed("proxy")
 """The ``proxy`` mode's stable surface, in listing order (also ``core``'s meta-tools)."""
-DYNAMIC = (SEARCH_TOOLS, MANAGE_TOOLS)
+DYNAMIC = listed("dynamic")
 """What a ``dynamic`` session lists before its tools."""
 
-
-@dataclass(frozen=True, slots=True)
-class Run:
-    """Run the real tool ``name`` with ``arguments`` (already checked against its schema)."""
-
-    name: str
-    arguments: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Forward:
-    """The call is the server's to run, exactly as it came."""
-
-
-Outcome = Answer | Run | Forward
-
-__all__ = ["Answer", "DynamicSession", "Forward", "Outcome", "Run", "core_names"]
+__all__ = ["Answer", "DynamicSession", "Forward", "Outcome", "Run", "check_call", "core_names"]
 
 
 def effective_mode(catalog: Catalog, session: DynamicSession | None) -> Mode:
@@ -77,25 +56,16 @@ def effective_mode(catalog: Catalog, session: DynamicSession | None) -> Mode:
     return "core" if mode == "dynamic" and session is None else mode
 
 
-def _callable(catalog: Catalog, mode: Mode) -> tuple[str, ...]:
-    if mode in ("proxy", "core"):
-        return SURFACE
-    if mode == "dynamic":
-        return (*DYNAMIC, DESCRIBE_TOOLS)
-    options = catalog.options
-    return (DESCRIBE_TOOLS, SEARCH_TOOLS, *options.stock_meta_tools, *options.eager_meta_tools)
+def _callable(catalog: Catalog, mode: Mode) -> set[str]:
+    """The meta-tools a stock client may call in ``mode``: the registry's, and those the listing carries."""
+    allowed = {meta.name for meta in REGISTRY if mode in meta.callable_in}
+    if mode in ("describe", "eager"):
+        allowed.update(catalog.options.stock_meta_tools, catalog.options.eager_meta_tools)
+    return allowed
 
 
 def _definition(catalog: Catalog, canonical: str, mode: Mode) -> Tool:
-    name = catalog.meta_names[canonical]
-    if canonical == SEARCH_TOOLS and mode == "dynamic":
-        return catalog.memo(
-            "search_enabling", lambda: search_tools_definition(name, catalog.options.search_top_k, enables=True)
-        )
-    if canonical == DESCRIBE_TOOLS and mode in ("proxy", "core"):
-        batch_max = catalog.options.describe_batch_max
-        return catalog.memo("describe_unlisted", lambda: describe_tools_definition(name, batch_max, unlisted=True))
-    return catalog.meta_tools[name]
+    return catalog.meta_definition(canonical, mode)
 
 
 # --- tools/list --------------------------------------------------------------------------------
@@ -149,21 +119,6 @@ def _core_listing(catalog: Catalog) -> list[Tool]:
 # --- tools/call --------------------------------------------------------------------------------
 
 
-def check_call(catalog: Catalog, name: str, arguments: object, *, always: bool = False) -> dict[str, Any] | None:
-    """The argument check of a call (LT-14): an ``isError`` result carrying the schema, or None to run it.
-
-    A catalog tool, or the stock listing's ``describe_tools``, is checked unless ``check_arguments``
-    is off; ``always``: checked whatever that option says (meta-tools answered here, ``invoke_tool``'s
-    inner call). A name the catalog does not have is the server's to answer its own way.
-    """
-    if not always:
-        if not catalog.options.check_arguments:
-            return None
-        if catalog.get(name) is None and name != catalog.meta_tool["name"]:
-            return None
-    return check_arguments(name, catalog.validator(name), arguments)
-
-
 def call(catalog: Catalog, name: str, arguments: object, session: DynamicSession | None) -> Outcome:
     """Decide a ``tools/call`` of ``name``: a meta-tool's answer, a refusal, or the call to run."""
     mode = effective_mode(catalog, session)
@@ -179,30 +134,7 @@ def call(catalog: Catalog, name: str, arguments: object, session: DynamicSession
     if refused is not None:
         return Answer(refused)
     args = cast(dict[str, Any], arguments or {})
-    if canonical == DESCRIBE_TOOLS:
-        names = [n for n in args["names"] if isinstance(n, str)]
-        extras: Callable[[str], Any] = lambda name: catalog.info(name).extras()  # noqa: E731
-        return Answer(describe_tools_result(catalog.get, catalog.name_index(), names, extras))
-    if canonical == SEARCH_TOOLS:
-        return search(catalog, args, session if mode == "dynamic" else None)
-    if canonical == INVOKE_TOOL:
-        return _invoke(catalog, args)
-    if canonical == LIST_TOOL_CATEGORIES:
-        return Answer(text_result({"categories": categories(catalog), "total": len(catalog)}))
-    assert session is not None  # manage_tools is callable in a dynamic session only
-    return manage(catalog, args, session)
-
-
-def _invoke(catalog: Catalog, args: dict[str, Any]) -> Answer | Run:
-    name: str = args["name"]
-    arguments = cast(dict[str, Any], args.get("arguments") or {})
-    if catalog.get(name) is None:
-        close = suggest(name, catalog.name_index())
-        return error("unknown_tool", f"No tool {name!r}; find tools with search_tools.", name=name, suggestions=close)
-    refused = check_call(catalog, name, arguments, always=True)
-    if refused is not None:
-        return Answer(refused)
-    return Run(name, arguments)
+    return HANDLERS[canonical](catalog, args, session if mode == "dynamic" else None)
 
 
 # --- start-up ------------------------------------------------------------------------------------

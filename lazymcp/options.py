@@ -12,17 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from lazymcp.messages import (
-    DESCRIBE_TOOLS,
-    INVOKE_TOOL,
-    LIST_TOOL_CATEGORIES,
-    MODES,
-    SEARCH_TOOLS,
-    Mode,
-    ServerSettings,
-    StockDefault,
-)
+from lazymcp.messages import MODES, Mode, ServerSettings, StockDefault
 from lazymcp.metadata import Metadata, load_metadata
+from lazymcp.metatools import DESCRIBE_TOOLS, LISTABLE, SEARCH_TOOLS
 from lazymcp.stubs import DEFAULT_SUMMARY_CHARS
 
 DEFAULT_DESCRIBE_BATCH_MAX = 100
@@ -33,9 +25,7 @@ DEFAULT_MAX_ENABLED = 50
 DEFAULT_SEARCH_TOP_K = 20
 """Most matches ``search_tools`` returns (and, in dynamic mode, enables) per call."""
 MAX_SEARCH_TOP_K = 100
-LISTABLE_META_TOOLS: Final = (LIST_TOOL_CATEGORIES, SEARCH_TOOLS, DESCRIBE_TOOLS, INVOKE_TOOL)
-"""Meta-tools that ``meta_tools`` may add to a ``describe`` or ``eager`` listing (they keep no session state)."""
-DEFAULT_EXTRA_META_TOOLS: Final[tuple[str, ...]] = ("search_tools",)
+DEFAULT_EXTRA_META_TOOLS: Final[tuple[str, ...]] = (SEARCH_TOOLS,)
 """Meta-tools a stock client's ``describe`` listing carries beside ``describe_tools`` when ``meta_tools``
 is not set: a model that sees only summaries finds tools by asking (issue: every client can go lazy)."""
 
@@ -92,9 +82,9 @@ class Options:
         if self.meta_tools is not None:
             if self.mode not in ("describe", "eager"):
                 raise ValueError(f"meta_tools applies to the describe and eager modes, not to mode={self.mode!r}")
-            unknown = [name for name in self.meta_tools if name not in LISTABLE_META_TOOLS]
+            unknown = [name for name in self.meta_tools if name not in LISTABLE]
             if unknown:
-                raise ValueError(f"meta_tools may name {', '.join(LISTABLE_META_TOOLS)}; not {unknown[0]!r}")
+                raise ValueError(f"meta_tools may name {', '.join(LISTABLE)}; not {unknown[0]!r}")
         self.metadata.check_summaries(self.summary_chars)
 
     @property
@@ -104,12 +94,12 @@ class Options:
         if self.mode != "describe" or self.stock_default == "eager":
             return (DESCRIBE_TOOLS,)
         extra = DEFAULT_EXTRA_META_TOOLS if self.meta_tools is None else self.meta_tools
-        return (DESCRIBE_TOOLS, *(name for name in LISTABLE_META_TOOLS if name in extra and name != DESCRIBE_TOOLS))
+        return (DESCRIBE_TOOLS, *(name for name in LISTABLE if name in extra and name != DESCRIBE_TOOLS))
 
     @property
     def eager_meta_tools(self) -> tuple[str, ...]:
         """The meta-tools ahead of an ``eager`` listing: what ``meta_tools`` names, none by default."""
-        return tuple(name for name in LISTABLE_META_TOOLS if name in (self.meta_tools or ()))
+        return tuple(name for name in LISTABLE if name in (self.meta_tools or ()))
 
     def settings(self) -> ServerSettings:
         """What the server advertises at ``capabilities.extensions[EXT_ID]`` (LT-02)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from lazymcp.core.actions import Fail, ToClient, ToServer
 from lazymcp.core.proxy import Proxy
-from lazymcp.gateway.config import ServerEntry
+from lazymcp.entries import ServerEntry
 from lazymcp.options import Options
 
 UPSTREAM = "upstream"

@@ -13,9 +13,9 @@ from lazymcp.core.actions import Start, Stop, ToClient, ToServer
 from lazymcp.errors import ConfigError
 from lazymcp.gateway.config import parse_config
 from lazymcp.gateway.front import Gateway
-from lazymcp.gateway.manifest import Manifest
 from lazymcp.gateway.namespace import Namespace, check_server_name
 from lazymcp.jsonrpc import notification_line, parse, request_line, result_line
+from lazymcp.manifest import Manifest
 from lazymcp.run.manifests import ManifestStore
 
 

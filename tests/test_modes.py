@@ -15,7 +15,9 @@ from mcp.server.mcpserver import MCPServer
 from lazymcp import LazyClient, lazify
 from lazymcp.catalog import Catalog
 from lazymcp.errors import CatalogError
-from lazymcp.messages import Tool
+from lazymcp.messages import MODES, Tool
+from lazymcp.metacalls import HANDLERS
+from lazymcp.metatools import BY_NAME, REGISTRY
 from lazymcp.methods import Answer, Run
 from lazymcp.modes import DynamicSession as Session
 from lazymcp.options import Options
@@ -68,6 +70,18 @@ def answered(outcome: Answer | Run | None) -> dict[str, Any]:
 
 
 # --- listings (pure) ---------------------------------------------------------------------------
+
+
+def test_every_meta_tool_of_the_registry_has_its_handler_and_a_definition_in_every_mode() -> None:
+    taken = Catalog.build([*TOOLS, tool("search_tools", "A server's own tool of that name.")])
+    assert set(HANDLERS) == set(BY_NAME)
+    for meta in REGISTRY:
+        assert meta.listed_in <= meta.callable_in, meta.name  # what a mode lists, it lets a client call
+        for mode in MODES:
+            definition = taken.meta_definition(meta.name, mode)
+            assert definition["name"] == taken.meta_names[meta.name]
+            assert definition["inputSchema"]["type"] == "object"
+    assert taken.meta_names["search_tools"] == "lazymcp_search_tools"  # the server's own tool keeps the name
 
 
 @pytest.mark.requirement("LT-18")

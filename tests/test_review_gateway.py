@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from lazymcp.gateway.config import ServerEntry
+from lazymcp.entries import ServerEntry
 from lazymcp.gateway.front import Gateway
 from lazymcp.options import Options
 from lazymcp.run.driver import Driver

@@ -228,8 +228,8 @@ def stats(args: argparse.Namespace, command: list[str]) -> int:
 
 def _config_stats(path: str, options: Options) -> int:
     """``lazymcp stats --config FILE``: print the configuration's costs."""
-    from lazymcp.gateway.stats import measure, render
     from lazymcp.run.gateway import Launch, read_config
+    from lazymcp.run.gateway_stats import measure, render
 
     config = read_config(path)
     if config.warnings:

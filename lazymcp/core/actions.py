@@ -17,8 +17,8 @@ from lazymcp.jsonrpc import Frame
 
 if TYPE_CHECKING:
     from lazymcp.catalog import Catalog
-    from lazymcp.gateway.config import ServerEntry
-    from lazymcp.gateway.manifest import Listed
+    from lazymcp.entries import ServerEntry
+    from lazymcp.manifest import Listed
     from lazymcp.messages import Tool
 
 

@@ -31,8 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-import orjson
-
 from lazymcp import jsonrpc
 from lazymcp.bridge import LIST_CHANGED, Serializer, is_modern, legacy_params
 from lazymcp.catalog import Catalog
@@ -40,48 +38,14 @@ from lazymcp.core.actions import Action, Fail, Ready, Say, Start, ToClient, ToSe
 from lazymcp.core.session import ClientSession
 from lazymcp.core.upstream import Asks, Broke, Event, Notice, Opened, Probed, Reply, Tools, Unlisted, Upstream
 from lazymcp.core.waits import Pending
+from lazymcp.entries import ServerEntry
 from lazymcp.errors import ErrorCode, LazyMCPError
-from lazymcp.gateway.config import ServerEntry
 from lazymcp.jsonrpc import Frame, NotJSONRPC, RequestId
 from lazymcp.limits import CLIENT_TIMEOUT, DEFAULT_TIMEOUT
 from lazymcp.methods import METHODS, Answer, Run, advertise, dispatch
 from lazymcp.options import Options
 
 TOOL_METHODS = frozenset(METHODS)
-
-
-def refusal() -> Frame:
-    """The answer to a line that is not JSON-RPC."""
-    return Frame(jsonrpc.error_message(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message"))
-
-
-def invalid(frame: Frame) -> Frame | None:
-    """The answer refusing a client request that is not one (its method or id of the wrong type, its params
-    not an object), or None for a valid one. MCP params are objects: servers built on the SDK drop any
-    other request unanswered, which would leave it hanging until the server counted as hung."""
-    message = frame.message
-    request_id = message["id"]
-    if not isinstance(message["method"], str) or not jsonrpc.valid_id(request_id):
-        return Frame(jsonrpc.error_message(None, ErrorCode.INVALID_REQUEST, "Invalid request"))
-    if "params" in message and not isinstance(message["params"], dict):
-        data = {"field": "params", "reason": "type"}
-        return Frame(
-            jsonrpc.error_message(request_id, ErrorCode.INVALID_PARAMS, "Invalid params: expected an object", data)
-        )
-    return None
-
-
-def too_deep(request_id: RequestId) -> Frame:
-    return Frame(jsonrpc.error_message(request_id, ErrorCode.INVALID_REQUEST, "Invalid request: nested too deeply"))
-
-
-def _written(frame: Frame) -> bool:
-    """Encode a frame made here now (it is kept): False when it nests too deeply to be written."""
-    try:
-        frame.line  # noqa: B018
-    except orjson.JSONEncodeError:
-        return False
-    return True
 
 
 @dataclass
@@ -153,7 +117,7 @@ class Proxy:
             try:
                 data = Frame.read(data)
             except NotJSONRPC:
-                return [ToClient(refusal())]
+                return [ToClient(jsonrpc.parse_refusal())]
         if not self._running:
             self._starting.append(data)
             return []
@@ -164,7 +128,7 @@ class Proxy:
             return self._events(self.upstream.answer(frame, now), now)
         if frame.is_notification:
             return self._notification(frame, now)
-        refused = invalid(frame)
+        refused = jsonrpc.request_refusal(frame)
         if refused is not None:
             return [ToClient(refused)]
         message = frame.message
@@ -206,7 +170,7 @@ class Proxy:
             if method == "notifications/cancelled":
                 self.session.cancelled(frame.params.get("requestId"))
             frame = frame.changed(params=legacy_params(frame.params))
-            if not _written(frame):
+            if not frame.fits():
                 return []
         actions = self._events(self.upstream.notify(frame), now)
         if method == "notifications/initialized" and self.session.era == "legacy":
@@ -218,8 +182,8 @@ class Proxy:
         bridged = self.bridging
         if bridged:  # the envelope stays behind: a 2025 server does not know it
             frame = frame.changed(params=legacy_params(frame.params))
-        if not _written(frame):
-            return [ToClient(too_deep(frame.message["id"]))]
+        if not frame.fits():
+            return [ToClient(jsonrpc.too_deep(frame.message["id"]))]
         return self._events(self.upstream.forward(frame, now, bridged=bridged), now)
 
     def _tools(self, frame: Frame, now: float) -> list[Action]:

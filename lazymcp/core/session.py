@@ -135,6 +135,19 @@ class ClientSession:
         """The method of a 2026 request a server has answered (forgotten now); None: not one."""
         return self.calls.pop(id_key(request_id), None)
 
+    def shaped(self, answer: Frame, server_info: Mapping[str, Any]) -> Frame:
+        """An answer to the client: to a 2026 request that a server (or the gateway) answered, with the
+        envelope a 2026 server gives its results (``dispatch`` envelopes its own)."""
+        method = self.answered(answer.id)
+        result = answer.message.get("result")
+        if method is None or not isinstance(result, dict):
+            return answer
+        return answer.changed(result=self.bridge.result(method, cast(dict[str, Any], result), server_info))
+
+    def listeners(self, method: str) -> list[Frame]:
+        """A change notification as events on the client's listen streams that asked for it."""
+        return [Frame(event) for event in self.bridge.to_listeners(method)]
+
     def cancelled(self, request_id: object) -> None:
         """The client gave up on a request: no answer is owed it, and a listen stream of that id ends."""
         self.calls.pop(id_key(request_id), None)

@@ -9,14 +9,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
+from lazymcp.entries import ServerEntry
 from lazymcp.errors import CatalogError, ConfigError
 from lazymcp.files import read_json
 from lazymcp.messages import SEPARATOR
-from lazymcp.metadata import Metadata, ToolMeta, parse_metadata
+from lazymcp.metadata import ToolMeta, parse_metadata
 
 STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "envFile"})
 REMOTE_KEYS = frozenset({"url", "headers"})
@@ -26,34 +27,6 @@ SERVER_KEYS = frozenset({"defer", "enabled", "category", "description", "tools"}
 TOP_KEYS = frozenset({"separator", "servers", "mode", "budget"})
 """What the top-level ``lazymcp`` block may hold (``servers``: per-server settings by server name)."""
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-@dataclass(frozen=True, slots=True)
-class ServerEntry:
-    """One server of the configuration: how to reach it and how to list its tools."""
-
-    name: str
-    command: tuple[str, ...] = ()
-    """The program and its arguments (stdio); empty for a remote server."""
-    env: Mapping[str, str] = field(default_factory=lambda: {})
-    cwd: str | None = None
-    url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=lambda: {})
-    defer: bool = True
-    """False: its tools are core tools, listed in full."""
-    enabled: bool = True
-    category: str | None = None
-    description: str | None = None
-    tools: Metadata = field(default_factory=Metadata)
-    """Per-tool metadata, by the server's own tool names."""
-
-    @property
-    def remote(self) -> bool:
-        return self.url is not None
-
-    def identity(self) -> list[Any]:
-        """What names this server's tool list in the manifest cache: how it is started or reached."""
-        return [list(self.command), self.cwd, self.url]
 
 
 @dataclass(frozen=True, slots=True)

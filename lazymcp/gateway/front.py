@@ -35,42 +35,24 @@ from lazymcp import jsonrpc
 from lazymcp.bridge import LIST_CHANGED, Envelope, Serializer, is_modern, legacy_params
 from lazymcp.catalog import Catalog
 from lazymcp.core.actions import Action, Stop, ToClient
-from lazymcp.core.proxy import invalid, refusal, too_deep
 from lazymcp.core.session import ClientSession
 from lazymcp.core.upstream import Asks, Notice, Reply, Tools
+from lazymcp.entries import ServerEntry
 from lazymcp.errors import ConfigError, ErrorCode, LazyMCPError
-from lazymcp.gateway.config import ServerEntry
-from lazymcp.gateway.manifest import Manifest, entries_of
-from lazymcp.gateway.merged import DEFAULT_BUDGET, instructions, mark_described, mark_unavailable, merged_catalog
+from lazymcp.gateway.handshake import LATEST, client_params, server_result
+from lazymcp.gateway.merged import DEFAULT_BUDGET, Merged, Seed
 from lazymcp.gateway.namespace import Namespace
-from lazymcp.gateway.passthrough import BY_URI, LISTS, Passthrough
+from lazymcp.gateway.passthrough import LISTS, ROUTED, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
 from lazymcp.gateway.servers import Down, Happened, Heard, Servers
 from lazymcp.jsonrpc import Frame, NotJSONRPC, RequestId
 from lazymcp.limits import CLIENT_TIMEOUT
-from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DESCRIBE_TOOLS, SEPARATOR
-from lazymcp.methods import METHODS, Answer, Run, advertise, dispatch
+from lazymcp.manifest import Manifest
+from lazymcp.messages import SEPARATOR, Tool
+from lazymcp.methods import METHODS, Answer
 from lazymcp.options import Options
 
-LATEST = "2025-11-25"
-SUPPORTED = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", LATEST})
-"""Protocol versions the gateway's handshake accepts; it answers others with the latest."""
-ROUTED = BY_URI | {"prompts/get", "completion/complete"}
-STALE = {
-    "notifications/prompts/list_changed": ("prompts/list",),
-    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
-}
-"""The cached lists a server's change notification makes stale."""
 LIST_CHANGED_TOOLS = Frame({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-
-
-@dataclass(frozen=True, slots=True)
-class Seed:
-    """A merged catalog and its names, built from the manifests ``key`` names (server, fetched, version)."""
-
-    key: tuple[tuple[object, ...], ...]
-    catalog: Catalog
-    names: Namespace
 
 
 def _result(request_id: RequestId, result: dict[str, Any]) -> Frame:
@@ -106,23 +88,19 @@ class Gateway:
     """The catalog of a gateway over the same manifests (an earlier HTTP session's): used, not rebuilt."""
     command: str = "gateway"
     servers: Servers = field(init=False)
-    catalog: Catalog = field(init=False)
-    names: Namespace = field(init=False)
+    merged: Merged = field(init=False)
     session: ClientSession = field(init=False)
     passthrough: Passthrough = field(init=False)
 
     def __post_init__(self) -> None:
         self.servers = Servers(self.entries, self.manifests, self.timeout, self.client_timeout, self.client_info)
-        self.names = Namespace(self.separator, prefixed=True)
+        self.merged = Merged(self.options, self.separator, self.mode, self.budget, seed=self.seed)
         key = tuple((name, m.fetched, m.version) if m else (name,) for name, m in self.manifests.items())
-        if self.seed is not None and self.seed.key == key:
-            self.catalog, self.names = self.seed.catalog, self.seed.names  # neither is changed in place
-        else:
-            self.catalog = self._build()
-        self.seed = Seed(key, self.catalog, self.names)
+        self.merged.build(self._lists(), key)
+        self.seed = self.merged.seed
         self.passthrough = Passthrough([s.name for s in self.servers], Namespace(self.separator))
         self.session = ClientSession.of(self.serialize)
-        self.session.bridge.upstream_init = self._init_result(LATEST)
+        self.session.bridge.upstream_init = self._init_result(LATEST)  # what server/discover tells
 
     def entry(self, server: str) -> ServerEntry:
         return self.servers[server].entry
@@ -156,14 +134,7 @@ class Gateway:
         client = self.session.record.initialize
         if client is None and self.wait_for_client:
             return None
-        client = client or {}
-        capabilities = cast(dict[str, Any], client.get("capabilities") or {})
-        version = client.get("protocolVersion")
-        return {
-            "protocolVersion": version if version in SUPPORTED else LATEST,
-            "capabilities": {k: v for k, v in capabilities.items() if k != "extensions"},
-            "clientInfo": client.get("clientInfo") or self.client_info,
-        }
+        return client_params(client or {}, self.client_info)
 
     def _open_waiting(self, now: float) -> list[Action]:
         """The client is known: the servers started before it came open their handshakes."""
@@ -171,20 +142,9 @@ class Gateway:
         assert handshake is not None
         return self._happened(self.servers.open_waiting(handshake, now), now)
 
-    def _init_result(self, version: str) -> dict[str, Any]:
-        result = {
-            "protocolVersion": version,
-            "capabilities": {
-                "tools": {"listChanged": True},
-                "prompts": {"listChanged": True},
-                "resources": {"subscribe": True, "listChanged": True},
-                "completions": {},
-                "logging": {},
-            },
-            "serverInfo": self.client_info,
-            "instructions": instructions([s.entry for s in self.servers], self.separator),
-        }
-        return advertise(result, self.options)
+    def _init_result(self, version: object) -> dict[str, Any]:
+        entries = [s.entry for s in self.servers]
+        return server_result(version, entries, self.separator, self.options, self.client_info)
 
     # --- client -> servers ----------------------------------------------------------------------------
 
@@ -194,13 +154,13 @@ class Gateway:
             try:
                 data = Frame.read(data)
             except NotJSONRPC:
-                return [ToClient(refusal())]
+                return [ToClient(jsonrpc.parse_refusal())]
         frame = data
         if frame.is_answer:
             return self._client_answer(frame, now)
         if frame.is_notification:
             return self._client_notification(frame, now)
-        refused = invalid(frame)
+        refused = jsonrpc.request_refusal(frame)
         if refused is not None:
             return [ToClient(refused)]
         if is_modern(frame.params):
@@ -219,8 +179,7 @@ class Gateway:
             return [self._answer(_error(request_id, ErrorCode.INVALID_REQUEST, text))]
         if method == "initialize":
             self.session.initialized(params)
-            version = params.get("protocolVersion")
-            result = self._init_result(version if isinstance(version, str) and version in SUPPORTED else LATEST)
+            result = self._init_result(params.get("protocolVersion"))
             return [self._answer(_result(request_id, result)), *self._open_waiting(now)]
         if method in ("ping", "logging/setLevel"):
             return [self._answer(_result(request_id, {}))]
@@ -259,16 +218,12 @@ class Gateway:
         if method == "notifications/cancelled":
             request_id = frame.params.get("requestId")
             self.session.cancelled(request_id)  # no answer, or listen stream, is owed it now
-            for server in self.servers:
-                if server.upstream is not None and server.upstream.owes(request_id):
-                    return self._happened(self.servers.notify(server.name, frame, now), now)
-            return []
-        if method in ("notifications/roots/list_changed", "notifications/progress"):
-            actions: list[Action] = []
-            for server in self.servers:
-                actions += self._happened(self.servers.notify(server.name, frame, now), now)
-            return actions
-        return []  # notifications/initialized is the gateway's; the servers get their own
+            owing = [server.name for server in self.servers if server.upstream and server.upstream.owes(request_id)]
+        elif method in ("notifications/roots/list_changed", "notifications/progress"):
+            owing = [server.name for server in self.servers]
+        else:
+            return []  # notifications/initialized is the gateway's; the servers get their own
+        return self._happened([h for name in owing for h in self.servers.notify(name, frame, now)], now)
 
     def _client_answer(self, frame: Frame, now: float) -> list[Action]:
         """The client's answer to a server's request: back to that server, under its own id."""
@@ -292,37 +247,28 @@ class Gateway:
             envelope=Envelope(server_info=self.client_info),
         )
         try:
-            outcome = dispatch(method, self.catalog, message.get("params"), caller)
+            outcome = self.merged.answer(method, message.get("params"), caller, self.servers.down)
         except LazyMCPError as exc:
             return [ToClient(_error(request_id, exc.code, exc.message, exc.data))]
         if isinstance(outcome, Answer):
-            result = outcome.result
-            if method in (DESCRIBE, DESCRIBE_BATCH):
-                result = mark_unavailable(result, self.servers.down, self.names)
-            elif method == "tools/call" and params.get("name") == DESCRIBE_TOOLS:
-                result = mark_described(result, self.servers.down, self.names)
-            answer = ToClient(_result(request_id, result))
-            if outcome.changed:
-                return [ToClient(LIST_CHANGED_TOOLS), answer]
-            return [answer]
-        name, arguments = (outcome.name, outcome.arguments) if isinstance(outcome, Run) else (params.get("name"), None)
-        owner = self.names.owner(name) if isinstance(name, str) else None
-        if owner is None:
-            return [ToClient(_error(request_id, ErrorCode.INVALID_PARAMS, f"Unknown tool: {name!r}", {"name": name}))]
-        server, original = owner
+            answer = ToClient(_result(request_id, outcome.result))
+            return [ToClient(LIST_CHANGED_TOOLS), answer] if outcome.changed else [answer]
+        if outcome.server is None:
+            text = f"Unknown tool: {outcome.name!r}"
+            return [ToClient(_error(request_id, ErrorCode.INVALID_PARAMS, text, {"name": outcome.name}))]
         if modern:
             self.session.sent_on(request_id, "tools/call")
-        call_params = {**params, "name": original}
-        if arguments is not None:
-            call_params["arguments"] = arguments
-        return self._call(server, frame.changed(params=call_params), now)
+        call_params = {**params, "name": outcome.name}
+        if outcome.arguments is not None:
+            call_params["arguments"] = outcome.arguments
+        return self._call(outcome.server, frame.changed(params=call_params), now)
 
     def _call(self, server: str, frame: Frame, now: float) -> list[Action]:
         """Send a request the gateway has decided to its server."""
         if self.servers[server].life.refused(now):
             return [self._answer(self.servers[server].unavailable(frame.message["id"]))]
         if not frame.fits():
-            return [self._answer(too_deep(frame.message["id"]))]
+            return [self._answer(jsonrpc.too_deep(frame.message["id"]))]
         return self._happened(self.servers.call(server, frame, now), now)
 
     def _gather(self, request_id: RequestId, method: str, params: dict[str, Any], now: float) -> list[Action]:
@@ -331,11 +277,10 @@ class Gateway:
             return [self._answer(_result(request_id, {LISTS[method]: []}))]
         actions: list[Action] = []
         for name, request in self.passthrough.begin(request_id, method, params):
-            server = self.servers[name]
-            cached = server.lists.get(method)
-            if server.life.refused(now) or (cached is not None and server.life.stopped):
-                part = {LISTS[method]: entries_of(cached)}  # from its manifest: not started
-                actions += self._joined(self.passthrough.part(name, {"id": request["id"], "result": part}))
+            cached = self.servers[name].cached(method, now)
+            if cached is not None:  # from its manifest: not started
+                part = {"id": request["id"], "result": {LISTS[method]: cached}}
+                actions += self._joined(self.passthrough.part(name, part))
             else:
                 actions += self._call(name, Frame(request), now)
         return actions
@@ -381,30 +326,15 @@ class Gateway:
         return [self._answer(frame)]
 
     def _answer(self, frame: Frame) -> ToClient:
-        """The one door of answers to the client: a 2026 client's request that servers or the gateway
-        answered (not ``dispatch``, which envelopes its own) gets its result enveloped."""
-        method = self.session.answered(frame.id)
-        result = frame.message.get("result")
-        if method is None or not isinstance(result, dict):
-            return ToClient(frame)
-        shaped = self.session.bridge.result(method, cast(dict[str, Any], result), self.client_info)
-        return ToClient(frame.changed(result=shaped))
+        """The one door of answers to the client (a 2026 client's get their envelope here)."""
+        return ToClient(self.session.shaped(frame, self.client_info))
 
     def _part(self, server: str, frame: Frame) -> list[Action]:
         """A server's answer to its part of a list: kept for its manifest, and the client's answer once
         every part is in."""
-        actions: list[Action] = []
-        message = frame.message
-        method = self.passthrough.method_of(server, message.get("id"))
-        error = message.get("error")
-        if method is not None and ("result" in message or jsonrpc.field(error, "code") == ErrorCode.METHOD_NOT_FOUND):
-            entries = jsonrpc.field(message.get("result"), LISTS[method])
-            entries = cast(list[Any], entries) if isinstance(entries, list) else []  # none, or no such method
-            lists = self.servers[server].lists
-            if entries_of(lists.get(method)) != entries or method not in lists:
-                lists[method] = entries  # fetched now
-                actions += self.servers[server].saved()
-        return actions + self._joined(self.passthrough.part(server, message))
+        listed = self.passthrough.listed(server, frame.message)
+        saved = self.servers[server].listed(*listed) if listed is not None else []
+        return [*saved, *self._joined(self.passthrough.part(server, frame.message))]
 
     def _notice(self, server: str, frame: Frame) -> list[Action]:
         method = frame.method
@@ -416,15 +346,10 @@ class Gateway:
             if asked is None:
                 return []  # not a request of its to the client: nothing to cancel there
             return [ToClient(frame.changed(params={**params, "requestId": asked}))]
-        lists = self.servers[server].lists
-        stale = [lists.pop(listed) for listed in STALE.get(cast(str, method), ()) if listed in lists]
-        saved = self.servers[server].saved() if stale else []  # asked of the server again at the next listing
+        saved = self.servers[server].changed(cast(str, method))
         if self.session.modern and method in LIST_CHANGED:
-            return [*saved, *self._listeners(cast(str, method))]
+            return [*saved, *[ToClient(event) for event in self.session.listeners(cast(str, method))]]
         return [*saved, ToClient(frame)]
-
-    def _listeners(self, method: str) -> list[Action]:
-        return [ToClient(Frame(event)) for event in self.session.bridge.to_listeners(method)]
 
     def _new_tools(self, name: str, catalog: Catalog, now: float) -> list[Action]:
         """A server's new tool list: the merged catalog is rebuilt, and the client told when it changed."""
@@ -432,20 +357,17 @@ class Gateway:
         previous, server.tools = server.tools, catalog.tools
         before = self.catalog.version
         try:
-            self.catalog = self._build()
+            self.merged.rebuild(self._lists())
         except ConfigError as exc:  # its new list takes another server's tool name: it fails alone
             server.tools = previous
-            self.catalog = self._build()
+            self.merged.rebuild(self._lists())
             return self._happened(self.servers.fail(name, exc.message.removeprefix(f"server {name!r}: "), now), now)
         actions: list[Action] = [*server.saved()]
         if self.catalog.version != before and self.session.known:
-            actions += self._tools_changed()
+            method = LIST_CHANGED_TOOLS.message["method"]
+            changed = self.session.listeners(method) if self.session.modern else [LIST_CHANGED_TOOLS]
+            actions += [ToClient(frame) for frame in changed]
         return actions + self._release_waiting(now)
-
-    def _tools_changed(self) -> list[Action]:
-        if self.session.modern:
-            return self._listeners("notifications/tools/list_changed")
-        return [ToClient(LIST_CHANGED_TOOLS)]
 
     # --- faults ---------------------------------------------------------------------------------------
 
@@ -456,14 +378,6 @@ class Gateway:
         for answer in down.answers:
             actions += self._reply(down.server, answer)
         server = self.servers[down.server]
-        for frame in down.queued:
-            if not frame.is_request:
-                continue
-            request_id = frame.message["id"]
-            if isinstance(request_id, str) and request_id.startswith(GATHER_PREFIX):
-                actions += self._joined(self.passthrough.part(down.server, {"id": request_id}))
-            else:
-                actions.append(self._answer(server.unavailable(request_id)))
         if server.tools is None:
             server.tools = ()  # no list to show for it: the others are not kept waiting
             actions += self._release_waiting(now)
@@ -498,7 +412,14 @@ class Gateway:
 
     # --- the merged catalog ---------------------------------------------------------------------------
 
-    def _build(self) -> Catalog:
-        self.names = Namespace(self.separator, prefixed=True)
-        servers = [(s.entry, s.tools or ()) for s in self.servers]
-        return merged_catalog(servers, self.options, self.names, auto=self.mode == "auto", budget=self.budget)
+    @property
+    def catalog(self) -> Catalog:
+        return self.merged.catalog
+
+    @property
+    def names(self) -> Namespace:
+        return self.merged.names
+
+    def _lists(self) -> list[tuple[ServerEntry, Sequence[Tool]]]:
+        """Each server's last tool list (none: an empty one)."""
+        return [(s.entry, s.tools or ()) for s in self.servers]

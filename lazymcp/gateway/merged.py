@@ -1,21 +1,27 @@
 """The gateway's one catalog: every server's tools under their gateway names, with the categories,
 descriptions and per-tool metadata of the configuration, and the mode ``auto`` picks by budget.
+
+``Merged`` holds a session's catalog, builds it again when a server's tools change, and is the door of
+its ``tools/*`` requests: answered through ``lazymcp.methods.dispatch``, or ``Routed`` to a server.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import orjson
 
 from lazymcp import jsonrpc
 from lazymcp.catalog import Catalog, Packed, pack
-from lazymcp.gateway.config import ServerEntry, tool_meta
+from lazymcp.entries import ServerEntry
+from lazymcp.gateway.config import tool_meta
 from lazymcp.gateway.namespace import Namespace
-from lazymcp.messages import Mode, Tool
+from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, Mode, Tool
 from lazymcp.metadata import Metadata, ToolMeta
+from lazymcp.metatools import DESCRIBE_TOOLS
+from lazymcp.methods import Answer, Caller, Run, dispatch
 from lazymcp.options import Options
 
 GATEWAY_META = "io.lazymcp/gateway"
@@ -128,10 +134,81 @@ def mark_described(result: dict[str, Any], down: Mapping[str, str], names: Names
     return {**result, "content": [{**first, "text": marked}, *cast(list[Any], content)[1:]]}
 
 
-def instructions(entries: Iterable[ServerEntry], separator: str) -> str:
-    """The gateway's ``initialize`` instructions: each server's prefix and what it is for."""
-    lines = ["One endpoint for these MCP servers; each tool's name starts with its server's:"]
-    for entry in entries:
-        about = entry.description or entry.category or ""
-        lines.append(f"- {entry.name}{separator}: {about}".rstrip(": "))
-    return "\n".join(lines)
+@dataclass(frozen=True, slots=True)
+class Seed:
+    """A merged catalog and its names, built from the manifests ``key`` names (server, fetched, version)."""
+
+    key: tuple[tuple[object, ...], ...]
+    catalog: Catalog
+    names: Namespace
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """A call the catalog leaves to a server: ``server`` (None: no server has a tool of that name), the
+    tool's own ``name`` there, and the ``arguments`` to send (None: as they came)."""
+
+    server: str | None
+    name: object
+    arguments: dict[str, Any] | None = None
+
+
+@dataclass
+class Merged:
+    """The catalog of one gateway session, and its door."""
+
+    options: Options
+    separator: str
+    mode: str | None = None
+    """``auto``: the describe listing while its stubs fit ``budget`` tokens, the proxy surface beyond."""
+    budget: int = DEFAULT_BUDGET
+    catalog: Catalog = field(init=False)
+    names: Namespace = field(init=False)
+    seed: Seed | None = None
+
+    def build(self, servers: Sequence[tuple[ServerEntry, Sequence[Tool]]], key: tuple[tuple[object, ...], ...]) -> None:
+        """The catalog of ``servers``; ``seed``'s when it was built from the same manifests (``key``).
+
+        Raises:
+            ConfigError: two tools get one name.
+        """
+        if self.seed is not None and self.seed.key == key:
+            self.catalog, self.names = self.seed.catalog, self.seed.names  # neither is changed in place
+        else:
+            self.rebuild(servers)
+        self.seed = Seed(key, self.catalog, self.names)
+
+    def rebuild(self, servers: Sequence[tuple[ServerEntry, Sequence[Tool]]]) -> None:
+        """The catalog, built again.
+
+        Raises:
+            ConfigError: two tools get one name (the catalog is left as it was).
+        """
+        names = Namespace(self.separator, prefixed=True)
+        catalog = merged_catalog(servers, self.options, names, auto=self.mode == "auto", budget=self.budget)
+        self.catalog, self.names = catalog, names
+
+    def answer(self, method: str, params: object, caller: Caller, down: Mapping[str, str]) -> Answer | Routed:
+        """A ``tools/*`` request through the one door: answered here (a failed server's tools marked so,
+        ``down``: reason by server), or the call a server runs.
+
+        Raises:
+            LazyMCPError: the request is malformed.
+        """
+        outcome = dispatch(method, self.catalog, params, caller)
+        if isinstance(outcome, Answer):
+            result = outcome.result
+            name = jsonrpc.field(params, "name")
+            if method in (DESCRIBE, DESCRIBE_BATCH):
+                result = mark_unavailable(result, down, self.names)
+            elif method == "tools/call" and self.catalog.canonical_meta_name(str(name)) == DESCRIBE_TOOLS:
+                result = mark_described(result, down, self.names)
+            return Answer(result, outcome.changed)
+        if isinstance(outcome, Run):
+            name, arguments = outcome.name, outcome.arguments
+        else:
+            name, arguments = jsonrpc.field(params, "name"), None
+        owner = self.names.owner(name) if isinstance(name, str) else None
+        if owner is None:
+            return Routed(None, name)
+        return Routed(owner[0], owner[1], arguments)

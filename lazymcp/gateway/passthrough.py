@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 from lazymcp import jsonrpc
+from lazymcp.errors import ErrorCode
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.jsonrpc import Message, RequestId
 
@@ -27,6 +28,8 @@ LISTS: Final = {
 }
 """Each list method, and the member of its result that holds the entries."""
 BY_URI: Final = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
+ROUTED: Final = BY_URI | {"prompts/get", "completion/complete"}
+"""Requests that go to one server: by the URI, the prompt or the reference they name."""
 PREFIX: Final = "lazymcp-gateway-list-"
 
 
@@ -64,6 +67,16 @@ class Passthrough:
         """The list method of a part still awaited from ``server`` (None: no such part)."""
         gather = self.gathers.get(str(request_id).removesuffix(server))
         return gather.method if gather is not None and server in gather.waiting else None
+
+    def listed(self, server: str, message: Message) -> tuple[str, list[Any]] | None:
+        """The list method and entries of a server's answer to its part of a list (a server without that
+        method lists nothing); None when the answer is no part's, or an error."""
+        method = self.method_of(server, message.get("id"))
+        error_code = jsonrpc.field(message.get("error"), "code")
+        if method is None or ("result" not in message and error_code != ErrorCode.METHOD_NOT_FOUND):
+            return None
+        entries = jsonrpc.field(message.get("result"), LISTS[method])
+        return method, cast(list[Any], entries) if isinstance(entries, list) else []
 
     def part(self, server: str, message: Message) -> Message | None:
         """Take a server's part (or failure); the client's answer once every part is in."""

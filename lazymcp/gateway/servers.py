@@ -11,17 +11,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from lazymcp import jsonrpc
 from lazymcp.core.actions import Action, Save, Say, Start, Stop, ToServer
 from lazymcp.core.upstream import Asks, Broke, Notice, Opened, Reply, Tools, Unlisted, Upstream
+from lazymcp.entries import ServerEntry
 from lazymcp.errors import ErrorCode
-from lazymcp.gateway.config import ServerEntry
 from lazymcp.gateway.lifecycle import Lifecycle, State
-from lazymcp.gateway.manifest import Listed, Manifest
 from lazymcp.jsonrpc import Frame, RequestId
+from lazymcp.manifest import Listed, Manifest, entries_of
 from lazymcp.messages import Tool
+
+STALE: Final = {
+    "notifications/prompts/list_changed": ("prompts/list",),
+    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+}
+"""The cached lists a server's change notification makes stale."""
 
 
 @dataclass
@@ -49,6 +55,26 @@ class Server:
         text = f"Server {self.name!r} is unavailable: {self.life.reason or 'not running'}"
         return Frame(jsonrpc.error_message(request_id, ErrorCode.UPSTREAM_ERROR, text, {"server": self.name}))
 
+    def listed(self, method: str, entries: list[Any]) -> list[Save]:
+        """Its answer to a list request: kept for its manifest (and saved) when it is new."""
+        if method in self.lists and entries_of(self.lists[method]) == entries:
+            return []
+        self.lists[method] = entries  # fetched now
+        return self.saved()
+
+    def cached(self, method: str, now: float) -> list[Any] | None:
+        """Its part of a list from its manifest, when that is where it comes from: the server is not
+        running and the manifest has the list, or it is refused (it adds nothing then); else None."""
+        listed = self.lists.get(method)
+        if self.life.refused(now) or (listed is not None and self.life.stopped):
+            return entries_of(listed)
+        return None
+
+    def changed(self, notification: str) -> list[Save]:
+        """Its prompts or resources changed: their cached lists go (the next listing asks it again)."""
+        stale = [self.lists.pop(method) for method in STALE.get(notification, ()) if method in self.lists]
+        return self.saved() if stale else []
+
     def saved(self) -> list[Save]:
         """Its manifest, written anew: its tools and its lists (those from the manifest keep their time)."""
         if self.tools is None:
@@ -66,11 +92,10 @@ class Heard:
 
 @dataclass(frozen=True, slots=True)
 class Down:
-    """A server failed: its errors for the requests it had, and the requests queued for it, not sent."""
+    """A server failed: its errors for the requests it owed, sent or queued."""
 
     server: str
     answers: list[Frame]
-    queued: list[Frame]
 
 
 Happened = Action | Heard | Down
@@ -224,7 +249,8 @@ class Servers:
         upstream, server.upstream = server.upstream, None
         server.life.fail(reason, now)
         answers = upstream.fail(reason) if upstream is not None else []
-        return [Stop(name, reason), Down(name, answers, queued)]
+        answers += [server.unavailable(frame.message["id"]) for frame in queued if frame.is_request]
+        return [Stop(name, reason), Down(name, answers)]
 
     def expire(self, now: float) -> list[Happened]:
         """Fail every server that has left a request unanswered past the timeout."""

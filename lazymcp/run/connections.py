@@ -25,7 +25,7 @@ from lazymcp.errors import UpstreamError
 from lazymcp.limits import OUTBOX, READ_SIZE, SHUTDOWN_GRACE
 
 if TYPE_CHECKING:
-    from lazymcp.gateway.config import ServerEntry
+    from lazymcp.entries import ServerEntry
 
 LineSink = Callable[[bytes], None]
 Pressure = Callable[[bool], None]

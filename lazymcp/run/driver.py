@@ -26,7 +26,7 @@ from lazymcp.notices import proxy_catalog_in, say
 from lazymcp.run.connections import Connection, connect
 
 if TYPE_CHECKING:
-    from lazymcp.gateway.config import ServerEntry
+    from lazymcp.entries import ServerEntry
     from lazymcp.run.manifests import ManifestStore
 
 CLOSE_GRACE = 10.0

@@ -17,12 +17,12 @@ from lazymcp.files import cache_dir
 from lazymcp.gateway.config import GatewayConfig, load_config
 from lazymcp.gateway.front import Gateway, Seed
 from lazymcp.gateway.lifecycle import State
-from lazymcp.gateway.manifest import DEFAULT_TTL, Manifest
 from lazymcp.gateway.merged import DEFAULT_BUDGET
 from lazymcp.gateway.namespace import check_separator, check_server_name
 from lazymcp.gateway.passthrough import LISTS
 from lazymcp.jsonrpc import Frame
 from lazymcp.limits import EXPIRE_EVERY, Limits
+from lazymcp.manifest import DEFAULT_TTL, Manifest
 from lazymcp.notices import LOGGER, say
 from lazymcp.options import Options
 from lazymcp.run.driver import Driver

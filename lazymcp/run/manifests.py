@@ -19,7 +19,7 @@ import orjson
 
 from lazymcp import jsonrpc
 from lazymcp.catalog import Packed
-from lazymcp.gateway.manifest import Listed, Manifest
+from lazymcp.manifest import Listed, Manifest
 from lazymcp.messages import Tool
 
 FORMAT = 1

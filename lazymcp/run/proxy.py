@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from lazymcp.addresses import open_front_warning
 from lazymcp.core.proxy import Proxy
-from lazymcp.gateway.config import ServerEntry
+from lazymcp.entries import ServerEntry
 from lazymcp.limits import Limits
 from lazymcp.notices import say
 from lazymcp.options import Options

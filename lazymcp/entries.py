@@ -1,0 +1,38 @@
+"""A server as lazymcp reaches it: ``ServerEntry``, one entry of a client configuration (or the proxy's one
+server), with how it is started or reached and how its tools are listed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lazymcp.metadata import Metadata
+
+
+@dataclass(frozen=True, slots=True)
+class ServerEntry:
+    """One server of the configuration: how to reach it and how to list its tools."""
+
+    name: str
+    command: tuple[str, ...] = ()
+    """The program and its arguments (stdio); empty for a remote server."""
+    env: Mapping[str, str] = field(default_factory=lambda: {})
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=lambda: {})
+    defer: bool = True
+    """False: its tools are core tools, listed in full."""
+    enabled: bool = True
+    category: str | None = None
+    description: str | None = None
+    tools: Metadata = field(default_factory=Metadata)
+    """Per-tool metadata, by the server's own tool names."""
+
+    @property
+    def remote(self) -> bool:
+        return self.url is not None
+
+    def identity(self) -> list[Any]:
+        """What names this server's tool list in the manifest cache: how it is started or reached."""
+        return [list(self.command), self.cwd, self.url]

@@ -1,0 +1,61 @@
+"""The gateway's two handshakes: as the client's one server (its ``initialize`` result: the lazy-tools
+extension advertised, every capability a server may bring, the servers' prefixes in its instructions),
+and as each server's client (its ``initialize`` params, made from the client's: its protocol version,
+its capabilities without the extension, and who it is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, cast
+
+from lazymcp.entries import ServerEntry
+from lazymcp.methods import advertise
+from lazymcp.options import Options
+
+LATEST: Final = "2025-11-25"
+SUPPORTED: Final = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", LATEST})
+"""Protocol versions the gateway's handshakes take; others are answered with the latest."""
+
+
+def negotiated(version: object) -> str:
+    """The protocol version a handshake settles on for the one asked."""
+    return version if isinstance(version, str) and version in SUPPORTED else LATEST
+
+
+def instructions(entries: Iterable[ServerEntry], separator: str) -> str:
+    """The gateway's ``initialize`` instructions: each server's prefix and what it is for."""
+    lines = ["One endpoint for these MCP servers; each tool's name starts with its server's:"]
+    for entry in entries:
+        about = entry.description or entry.category or ""
+        lines.append(f"- {entry.name}{separator}: {about}".rstrip(": "))
+    return "\n".join(lines)
+
+
+def server_result(
+    version: object, entries: Iterable[ServerEntry], separator: str, options: Options, server_info: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The gateway's ``initialize`` result for a client that asked for protocol ``version``."""
+    result = {
+        "protocolVersion": negotiated(version),
+        "capabilities": {
+            "tools": {"listChanged": True},
+            "prompts": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "completions": {},
+            "logging": {},
+        },
+        "serverInfo": dict(server_info),
+        "instructions": instructions(entries, separator),
+    }
+    return advertise(result, options)
+
+
+def client_params(client: Mapping[str, Any], client_info: Mapping[str, Any]) -> dict[str, Any]:
+    """The gateway's ``initialize`` params to a server, from the client's (``{}``: no client's)."""
+    capabilities = cast(dict[str, Any], client.get("capabilities") or {})
+    return {
+        "protocolVersion": negotiated(client.get("protocolVersion")),
+        "capabilities": {k: v for k, v in capabilities.items() if k != "extensions"},
+        "clientInfo": client.get("clientInfo") or dict(client_info),
+    }
