@@ -195,6 +195,17 @@ def line_of(frame: Frame) -> bytes | None:
 # --- the refusals every core gives a client alike ---------------------------------------------------
 
 
+def client_frame(data: bytes | Frame) -> Frame | None:
+    """A client's message as a frame: the one a caller parsed, or its line read (None: not JSON-RPC, to be
+    answered with ``parse_refusal``)."""
+    if isinstance(data, Frame):
+        return data
+    try:
+        return Frame.read(data)
+    except NotJSONRPC:
+        return None
+
+
 def parse_refusal() -> Frame:
     """The answer to a line that is not JSON-RPC."""
     return Frame(error_message(None, ErrorCode.PARSE_ERROR, "Parse error: not a JSON-RPC message"))

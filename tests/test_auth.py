@@ -19,17 +19,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lazymcp.auth import (
-    Access,
-    access_from,
-    default_resource,
-    metadata_urls,
-    oauth_access,
-    open_access,
-    read_introspection,
-    token_access,
-)
+from lazymcp.access import Access, open_access, token_access
+from lazymcp.auth import access_from, default_resource
 from lazymcp.errors import ConfigError
+from lazymcp.oauth import metadata_urls, oauth_access, read_introspection
 
 from .conftest import free_port, serving
 from .servers.issuer import CLIENT_ID, CLIENT_SECRET, ELSEWHERE, SCOPE, Issuer, running_issuer

@@ -11,9 +11,10 @@ import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
-from lazymcp.catalog import RECENT, Catalog, Packed, pack
+from lazymcp.catalog import RECENT, Catalog
 from lazymcp.errors import CatalogError, ErrorCode, InvalidParams
 from lazymcp.options import Options
+from lazymcp.packed import Packed, pack
 from tests.conftest import SMALL_TOOLS, SPEC, shared_catalog
 
 SHAPES = ("full", "bare", "stock")

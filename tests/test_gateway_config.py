@@ -7,7 +7,6 @@ from typing import Any, cast
 
 import pytest
 
-from lazymcp.catalog import Packed
 from lazymcp.cli import main
 from lazymcp.core.actions import Start, Stop, ToClient, ToServer
 from lazymcp.errors import ConfigError
@@ -16,6 +15,7 @@ from lazymcp.gateway.front import Gateway
 from lazymcp.gateway.namespace import Namespace, check_server_name
 from lazymcp.jsonrpc import notification_line, parse, request_line, result_line
 from lazymcp.manifest import Manifest
+from lazymcp.packed import Packed
 from lazymcp.run.manifests import ManifestStore
 
 

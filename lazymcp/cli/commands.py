@@ -20,7 +20,7 @@ from lazymcp.notices import expect_proxy, proxy_done, say, startup
 from lazymcp.options import SETTINGS, Options
 
 if TYPE_CHECKING:
-    from lazymcp.auth import Access
+    from lazymcp.access import Access
 
 
 def options_of(args: argparse.Namespace) -> Options:

@@ -60,6 +60,11 @@ def add_listing_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] =
         )
 
 
+def add_http_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--http HOST:PORT``: where the HTTP front listens."""
+    parser.add_argument("--http", metavar="HOST:PORT", type=host_port, help=what)
+
+
 def add_address_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-host",
@@ -158,7 +163,7 @@ def _serve(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="JSON list of MCP tools, or an object with a 'tools' list (default: the built-in sample catalog)",
     )
-    serve.add_argument("--http", metavar="HOST:PORT", type=host_port, help="serve streamable HTTP at /mcp")
+    add_http_option(serve, "serve streamable HTTP at /mcp")
     serve.add_argument("--stateless", action="store_true", help="with --http: no sessions, one POST per request")
     add_address_options(serve)
     add_listing_options(serve)
@@ -172,7 +177,7 @@ def _proxy(commands: Any, common: argparse.ArgumentParser) -> None:
         usage="lazymcp proxy [options] ([--] COMMAND ARGS... | --url URL)",
     )
     proxy.add_argument("--url", help="a streamable-HTTP upstream server, instead of a command")
-    proxy.add_argument("--http", metavar="HOST:PORT", type=host_port, help="serve clients streamable HTTP at /mcp")
+    add_http_option(proxy, "serve clients streamable HTTP at /mcp")
     add_session_options(proxy)
     add_listing_options(proxy)
     _upstream_command(proxy, "the upstream server's command")
@@ -195,7 +200,7 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
         default=None,
         help="auto (default): the describe listing while its stubs fit --budget, the proxy surface beyond",
     )
-    gateway.add_argument("--http", metavar="HOST:PORT", type=host_port, help="serve clients streamable HTTP at /mcp")
+    add_http_option(gateway, "serve clients streamable HTTP at /mcp")
     gateway.add_argument("--budget", type=int, default=None, metavar="TOKENS", help="auto mode's budget (20000)")
     add_session_options(gateway)
     add_listing_options(gateway, skip=("mode",))

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class ToClient:
-    """Write ``frame`` to the client."""
+class Carrying:
+    """Something that carries one message."""
 
     frame: Frame
 
@@ -34,16 +34,17 @@ class ToClient:
         return self.frame.line
 
 
+class ToClient(Carrying):
+    """Write ``frame`` to the client."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True)
-class ToServer:
+class ToServer(Carrying):
     """Write ``frame`` to ``server``."""
 
     server: str
-    frame: Frame
-
-    @property
-    def data(self) -> bytes:
-        return self.frame.line
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +52,6 @@ class Start:
     """Start the server's process or connection; the driver then calls ``started`` or ``start_failed``."""
 
     server: str
-
-
-@dataclass(frozen=True, slots=True)
-class Stop:
-    """The server failed: end its process, saying ``reason``."""
-
-    server: str
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +72,23 @@ class Say:
 
 
 @dataclass(frozen=True, slots=True)
-class Fail:
-    """The session cannot go on (the proxy's one server broke): answer what is owed, say ``reason``, end."""
+class Because:
+    """Something that happened for a ``reason``."""
 
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stop(Because):
+    """The server failed: end its process, saying ``reason``."""
+
+    server: str
+
+
+class Fail(Because):
+    """The session cannot go on (the proxy's one server broke): answer what is owed, say ``reason``, end."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)

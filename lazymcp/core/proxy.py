@@ -40,7 +40,7 @@ from lazymcp.core.upstream import Asks, Broke, Event, Notice, Opened, Probed, Re
 from lazymcp.core.waits import Pending
 from lazymcp.entries import ServerEntry
 from lazymcp.errors import ErrorCode, LazyMCPError
-from lazymcp.jsonrpc import Frame, NotJSONRPC, RequestId
+from lazymcp.jsonrpc import Frame, RequestId
 from lazymcp.limits import CLIENT_TIMEOUT, DEFAULT_TIMEOUT
 from lazymcp.methods import METHODS, Answer, Run, advertise, dispatch
 from lazymcp.options import Options
@@ -113,15 +113,13 @@ class Proxy:
 
     def from_client(self, data: bytes | Frame, now: float) -> list[Action]:
         """Decide what to do with one message from the client (its line, or its frame when parsed)."""
-        if isinstance(data, bytes):
-            try:
-                data = Frame.read(data)
-            except NotJSONRPC:
-                return [ToClient(jsonrpc.parse_refusal())]
+        frame = jsonrpc.client_frame(data)
+        if frame is None:
+            return [ToClient(jsonrpc.parse_refusal())]
         if not self._running:
-            self._starting.append(data)
+            self._starting.append(frame)
             return []
-        return self._client(data, now)
+        return self._client(frame, now)
 
     def _client(self, frame: Frame, now: float) -> list[Action]:
         if frame.is_answer:  # the client's answer to a request of the server's

@@ -41,7 +41,7 @@ from lazymcp.bridge import (
     meta,
 )
 from lazymcp.catalog import Catalog
-from lazymcp.core.actions import Say, ToServer
+from lazymcp.core.actions import Because, Carrying, Say, ToServer
 from lazymcp.core.fetch import Broken, UpstreamTools
 from lazymcp.core.waits import Pending, Waits
 from lazymcp.errors import ErrorCode
@@ -59,18 +59,16 @@ class Reply:
     pending: Pending
 
 
-@dataclass(frozen=True, slots=True)
-class Asks:
+class Asks(Carrying):
     """The server's request to the client."""
 
-    frame: Frame
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Notice:
+class Notice(Carrying):
     """A notification of the server's for the client."""
 
-    frame: Frame
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,18 +93,16 @@ class Probed:
     era: Era
 
 
-@dataclass(frozen=True, slots=True)
-class Broke:
+class Broke(Because):
     """The server cannot be served any longer: it broke the protocol, hung, or its tools cannot be served."""
 
-    reason: str
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Unlisted:
+class Unlisted(Because):
     """The server's first tool list failed: there is no catalog to serve."""
 
-    reason: str
+    __slots__ = ()
 
 
 Event = ToServer | Say | Reply | Asks | Notice | Tools | Opened | Probed | Broke | Unlisted
@@ -178,6 +174,9 @@ class Upstream:
         """Is the client's request of this id waiting for the server's answer?"""
         return jsonrpc.id_key(request_id) in self.waits.forwarded
 
+    def _to_server(self, frame: Frame) -> ToServer:
+        return ToServer(frame, self.server)
+
     # --- the client's messages, on their way to the server ------------------------------------------
 
     def forward(self, frame: Frame, now: float, *, bridged: bool = False) -> list[Event]:
@@ -189,7 +188,7 @@ class Upstream:
         self.waits.forward(Pending(message["id"], method, deadline, bridged, progress))
         if method == "initialize" and self.era is None:
             self.era = "legacy"  # the client's own handshake: a 2025 conversation
-        return [ToServer(self.server, frame)]
+        return [self._to_server(frame)]
 
     def settle(self, request_id: object) -> None:
         """The client's request was cancelled: no answer is owed it any more."""
@@ -199,13 +198,13 @@ class Upstream:
         """Send a client notification (a cancellation settles the request it names)."""
         if frame.method == "notifications/cancelled":
             self.settle(frame.params.get("requestId"))
-        return [ToServer(self.server, frame)]
+        return [self._to_server(frame)]
 
     def answer(self, frame: Frame, now: float) -> list[Event]:
         """Send the client's answer to a request of the server's (the server's clock runs again once the
         client owes it nothing)."""
         self.waits.client_answered(frame.id, now)
-        return [ToServer(self.server, frame)]
+        return [self._to_server(frame)]
 
     # --- lazymcp's own requests -----------------------------------------------------------------------
 
@@ -216,7 +215,7 @@ class Upstream:
             envelope = {PROTOCOL_VERSION_KEY: MODERN, CLIENT_INFO_KEY: self.client_info, CLIENT_CAPABILITIES_KEY: {}}
             params = {**params, "_meta": envelope}
         self.waits.own[request_id] = Pending(request_id, method, self.waits.deadline(now))
-        return ToServer(self.server, Frame({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
+        return self._to_server(Frame({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
 
     def open(self, params: dict[str, Any], now: float) -> list[Event]:
         """lazymcp's own 2025-11-25 handshake with the server (``params``: its ``initialize`` params)."""
@@ -254,7 +253,7 @@ class Upstream:
             return self._notification(frame, now)
         if frame.is_request:
             if not takes_requests:  # a 2026-07-28 client takes no requests from its server
-                return [ToServer(self.server, refused_request(frame.id))]
+                return [self._to_server(refused_request(frame.id))]
             self.waits.server_asked(frame.id, now)  # the server now waits on the client
             return [Asks(frame)]
         request_id = frame.id
@@ -299,7 +298,7 @@ class Upstream:
             if "serverInfo" in self.handshake:
                 self.envelope = Envelope(self.envelope.ttl_ms, self.envelope.cache_scope, self.handshake["serverInfo"])
             initialized = Frame({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            return [ToServer(self.server, initialized), *self.fetch(now), Opened(self.handshake)]
+            return [self._to_server(initialized), *self.fetch(now), Opened(self.handshake)]
         if pending.method != "tools/list":
             return []  # lazymcp's listen stream ended
         if self.era == "modern" and isinstance(result, dict):
@@ -344,7 +343,7 @@ class Upstream:
         for request_id in self.waits.expired_asks(now):
             reason = f"the client did not answer within {self.client_timeout:g} s"
             error = jsonrpc.error_message(request_id, ErrorCode.REQUEST_TIMEOUT, f"Request timed out: {reason}")
-            events.append(ToServer(self.server, Frame({**error, "id": request_id})))  # its id, as it sent it
+            events.append(self._to_server(Frame({**error, "id": request_id})))  # its id, as it sent it
             cancel = {"requestId": request_id, "reason": reason}
             events.append(Notice(Frame({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})))
         late = self.waits.overdue(now)

@@ -45,7 +45,7 @@ from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import LISTS, ROUTED, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
 from lazymcp.gateway.servers import Down, Happened, Heard, Servers
-from lazymcp.jsonrpc import Frame, NotJSONRPC, RequestId
+from lazymcp.jsonrpc import Frame, RequestId
 from lazymcp.limits import CLIENT_TIMEOUT
 from lazymcp.manifest import Manifest
 from lazymcp.messages import SEPARATOR, Tool
@@ -150,12 +150,9 @@ class Gateway:
 
     def from_client(self, data: bytes | Frame, now: float) -> list[Action]:
         """Decide what to do with one message from the client (its line, or its frame when parsed)."""
-        if isinstance(data, bytes):
-            try:
-                data = Frame.read(data)
-            except NotJSONRPC:
-                return [ToClient(jsonrpc.parse_refusal())]
-        frame = data
+        frame = jsonrpc.client_frame(data)
+        if frame is None:
+            return [ToClient(jsonrpc.parse_refusal())]
         if frame.is_answer:
             return self._client_answer(frame, now)
         if frame.is_notification:

@@ -14,7 +14,7 @@ from typing import Any, cast
 import orjson
 
 from lazymcp import jsonrpc
-from lazymcp.catalog import Catalog, Packed, pack
+from lazymcp.catalog import Catalog
 from lazymcp.entries import ServerEntry
 from lazymcp.gateway.config import tool_meta
 from lazymcp.gateway.namespace import Namespace
@@ -23,6 +23,7 @@ from lazymcp.metadata import Metadata, ToolMeta
 from lazymcp.metatools import DESCRIBE_TOOLS
 from lazymcp.methods import Answer, Caller, Run, dispatch
 from lazymcp.options import Options
+from lazymcp.packed import Packed, pack
 
 GATEWAY_META = "io.lazymcp/gateway"
 """The ``_meta`` key under which a described tool of a failed server carries ``{"unavailable": reason}``."""

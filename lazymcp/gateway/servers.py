@@ -250,7 +250,7 @@ class Servers:
         server.life.fail(reason, now)
         answers = upstream.fail(reason) if upstream is not None else []
         answers += [server.unavailable(frame.message["id"]) for frame in queued if frame.is_request]
-        return [Stop(name, reason), Down(name, answers)]
+        return [Stop(reason, name), Down(name, answers)]
 
     def expire(self, now: float) -> list[Happened]:
         """Fail every server that has left a request unanswered past the timeout."""

@@ -30,7 +30,7 @@ from lazymcp.run.manifests import ManifestStore
 from lazymcp.run.wire import sdk_serializer
 
 if TYPE_CHECKING:
-    from lazymcp.auth import Access
+    from lazymcp.access import Access
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,7 @@ from lazymcp.run.http_checks import Guard, error_response, malformed, principal_
 from lazymcp.run.http_sessions import HttpSession, event_stream
 
 if TYPE_CHECKING:
-    from lazymcp.auth import Access
+    from lazymcp.access import Access
     from lazymcp.run.manifests import ManifestStore
 
 SESSION_HEADER = "mcp-session-id"

@@ -18,9 +18,9 @@ from typing import Any, cast
 import orjson
 
 from lazymcp import jsonrpc
-from lazymcp.catalog import Packed
 from lazymcp.manifest import Listed, Manifest
 from lazymcp.messages import Tool
+from lazymcp.packed import Packed
 
 FORMAT = 1
 

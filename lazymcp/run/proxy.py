@@ -19,7 +19,7 @@ from lazymcp.options import Options
 from lazymcp.run.wire import sdk_serializer
 
 if TYPE_CHECKING:
-    from lazymcp.auth import Access
+    from lazymcp.access import Access
 
 UPSTREAM = "upstream"
 """The proxy's one server, as its reports name it."""
