@@ -2,8 +2,8 @@
 
 Each handler takes the catalog, the request's params and the ``Caller`` (era, declaration, dynamic
 session) and returns an ``Answer`` (the result, enveloped for its era), a ``Run`` (run this real tool
-upstream with these arguments) or ``FORWARD`` (run the call upstream as it came). The SDK adapter and
-the proxy router call ``dispatch`` once per request and carry the outcome to the wire; the modes
+upstream with these arguments) or ``FORWARD`` (run the call upstream as it came). The SDK adapter,
+the proxy and the gateway call ``dispatch`` once per request and carry the outcome to the wire; the modes
 (``lazymcp.modes``) shape what a stock client's listing and meta-tool calls hold. Every malformed
 parameter raises ``InvalidParams`` naming the field (LT-13). No I/O and no SDK here.
 """

@@ -1,7 +1,7 @@
 """The requests servers make of the gateway's client (sampling, elicitation, roots), under ids of the
 gateway's own, so that two servers' ids never meet at the client.
 
-Each entry lives until the client answers, the server cancels its request (the router's client
+Each entry lives until the client answers, the server cancels its request (the server side's client
 timeout cancels it too), or the server fails: what is kept is bounded by what is in flight.
 """
 

@@ -1,7 +1,7 @@
-"""The proxy's catalog of its upstream's tools: every page of the upstream's own ``tools/list``
-(``lazy: false``) built into a ``Catalog``, and built again after each ``list_changed``.
+"""A server's catalog of its tools, for the proxy and the gateway alike: every page of the server's own
+``tools/list`` (``lazy: false``) built into a ``Catalog``, and built again after each ``list_changed``.
 
-Sans-IO: the router sends the requests this asks for and hands it each answer. A listing is bounded
+Sans-IO: ``lazymcp.core.upstream`` sends the requests this asks for and hands it each answer. A listing is bounded
 in pages and time, and a bad tool is left out of the catalog (``Catalog.build(rejected=...)``), not fatal.
 """
 

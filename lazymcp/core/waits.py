@@ -1,7 +1,7 @@
-"""Every wait of one proxy connection and when it ends: the client's requests forwarded upstream, the
+"""Every wait of one server's side of a session and when it ends: the client's requests forwarded to it, the
 proxy's own requests, and the upstream's requests to the client (spec/lazy-tools.md, "Limits").
 
-Sans-IO: the router records and settles waits; ``overdue`` and ``expired_asks`` tell it which ran out.
+Sans-IO: ``lazymcp.core.upstream`` records and settles waits; ``overdue`` and ``expired_asks`` tell it which ran out.
 """
 
 from __future__ import annotations

@@ -330,7 +330,7 @@ class HttpConnection:
                 raw = jsonrpc.parse(line)
                 message = jsonrpc_message_adapter.validate_python(raw)
             except ValueError:
-                continue  # the router checked it: nothing it forwards fails here
+                continue  # the core checked it: nothing it forwards fails here
             metadata = ClientMessageMetadata(headers=self._headers(raw))
             await write.send(SessionMessage(message, metadata=metadata))
 
