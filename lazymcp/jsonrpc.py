@@ -27,13 +27,7 @@ def parse(line: bytes) -> Message:
     Raises:
         NotJSONRPC: the line is not JSON, or not a JSON-RPC object.
     """
-    try:
-        message = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise NotJSONRPC(f"not JSON: {exc}") from None
-    if not isinstance(message, dict):
-        raise NotJSONRPC("not a JSON object")
-    return message  # pyright: ignore[reportUnknownVariableType]
+    return Frame.read(line).message
 
 
 def encode(message: Message) -> bytes:
@@ -106,11 +100,12 @@ class Frame:
     one line) or its encoding, made on first use and kept. A core that changes a message makes a new
     frame, so whatever is passed on unchanged is written as the very bytes that arrived."""
 
-    __slots__ = ("_line", "message")
+    __slots__ = ("_line", "_params", "message")
 
     def __init__(self, message: Message, line: bytes | None = None) -> None:
         self.message = message
         self._line = line
+        self._params: dict[str, Any] | None = None
 
     @classmethod
     def read(cls, data: bytes) -> Frame:
@@ -120,7 +115,13 @@ class Frame:
         Raises:
             NotJSONRPC: ``data`` is not JSON, or not a JSON-RPC object.
         """
-        return cls(parse(data), None if b"\n" in data or b"\r" in data else data)
+        try:
+            message = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise NotJSONRPC(f"not JSON: {exc}") from None
+        if not isinstance(message, dict):
+            raise NotJSONRPC("not a JSON object")
+        return cls(message, None if b"\n" in data or b"\r" in data else data)  # pyright: ignore[reportUnknownArgumentType]
 
     @property
     def line(self) -> bytes:
@@ -156,9 +157,11 @@ class Frame:
 
     @property
     def params(self) -> dict[str, Any]:
-        """The params object ({} when absent or not an object)."""
-        params = self.message.get("params")
-        return cast(dict[str, Any], params) if isinstance(params, dict) else {}
+        """The params object ({} when absent or not an object), read once."""
+        if self._params is None:
+            params: Any = self.message.get("params")
+            self._params = params if isinstance(params, dict) else {}
+        return self._params
 
     @property
     def is_request(self) -> bool:
@@ -217,7 +220,12 @@ def request_refusal(frame: Frame) -> Frame | None:
     request unanswered, which would leave it hanging until the server counted as hung."""
     message = frame.message
     request_id = message["id"]
-    if not isinstance(message["method"], str) or not valid_id(request_id):
+    if (
+        not isinstance(message["method"], str)
+        or not isinstance(request_id, int | str)
+        or request_id is True
+        or request_id is False
+    ):
         return Frame(error_message(None, ErrorCode.INVALID_REQUEST, "Invalid request"))
     if "params" in message and not isinstance(message["params"], dict):
         data = {"field": "params", "reason": "type"}

@@ -28,6 +28,7 @@ what the client gets.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -215,7 +216,7 @@ class Proxy:
         """Decide what to do with one line from the server."""
         return self._events(self.upstream.receive(data, now, takes_requests=not self.bridging), now)
 
-    def _events(self, events: list[Event], now: float) -> list[Action]:
+    def _events(self, events: Sequence[Event], now: float) -> list[Action]:
         """What the server's side said, as actions: its answers and notices shaped for the client."""
         actions: list[Action] = []
         for event in events:

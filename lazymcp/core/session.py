@@ -113,8 +113,10 @@ class ClientSession:
     def declared(self, params: Mapping[str, Any], modern: bool) -> bool:
         """Did this request's client declare the extension? A 2026 request says so in its envelope (one
         whose envelope is gone: as the last one said)."""
+        if not modern:
+            return self.record.declared
         envelope = meta(params)
-        if modern and CLIENT_CAPABILITIES_KEY in envelope:
+        if CLIENT_CAPABILITIES_KEY in envelope:
             return _declares(envelope.get(CLIENT_CAPABILITIES_KEY))
         return self.record.declared
 
@@ -138,6 +140,8 @@ class ClientSession:
     def shaped(self, answer: Frame, server_info: Mapping[str, Any]) -> Frame:
         """An answer to the client: to a 2026 request that a server (or the gateway) answered, with the
         envelope a 2026 server gives its results (``dispatch`` envelopes its own)."""
+        if not self.calls:
+            return answer
         method = self.answered(answer.id)
         result = answer.message.get("result")
         if method is None or not isinstance(result, dict):

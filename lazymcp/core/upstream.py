@@ -51,9 +51,10 @@ from lazymcp.options import Options
 Era = Literal["legacy", "modern"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reply:
-    """The server's answer to a request of the client's, the only one it gets."""
+    """The server's answer to a request of the client's, the only one it gets (events are handed on within
+    one call, never kept: not frozen, which costs a fifth of a microsecond each on this path)."""
 
     frame: Frame
     pending: Pending
@@ -179,7 +180,7 @@ class Upstream:
 
     # --- the client's messages, on their way to the server ------------------------------------------
 
-    def forward(self, frame: Frame, now: float, *, bridged: bool = False) -> list[Event]:
+    def forward(self, frame: Frame, now: float, *, bridged: bool = False) -> list[ToServer]:
         """Send a client request, tracked and timed (``bridged``: its answer crosses from 2025 to 2026)."""
         message = frame.message
         method: str = message["method"]
@@ -188,19 +189,19 @@ class Upstream:
         self.waits.forward(Pending(message["id"], method, deadline, bridged, progress))
         if method == "initialize" and self.era is None:
             self.era = "legacy"  # the client's own handshake: a 2025 conversation
-        return [self._to_server(frame)]
+        return [ToServer(frame, self.server)]
 
     def settle(self, request_id: object) -> None:
         """The client's request was cancelled: no answer is owed it any more."""
         self.waits.settle(request_id)
 
-    def notify(self, frame: Frame) -> list[Event]:
+    def notify(self, frame: Frame) -> list[ToServer]:
         """Send a client notification (a cancellation settles the request it names)."""
         if frame.method == "notifications/cancelled":
             self.settle(frame.params.get("requestId"))
         return [self._to_server(frame)]
 
-    def answer(self, frame: Frame, now: float) -> list[Event]:
+    def answer(self, frame: Frame, now: float) -> list[ToServer]:
         """Send the client's answer to a request of the server's (the server's clock runs again once the
         client owes it nothing)."""
         self.waits.client_answered(frame.id, now)
@@ -249,9 +250,10 @@ class Upstream:
             frame = Frame.read(data)
         except NotJSONRPC as exc:
             return [Broke(f"the upstream wrote a line that is not JSON-RPC ({exc}): {data[:80]!r}")]
-        if frame.is_notification:
+        message = frame.message
+        if "method" in message and "id" not in message:
             return self._notification(frame, now)
-        if frame.is_request:
+        if "method" in message:
             if not takes_requests:  # a 2026-07-28 client takes no requests from its server
                 return [self._to_server(refused_request(frame.id))]
             self.waits.server_asked(frame.id, now)  # the server now waits on the client

@@ -91,6 +91,7 @@ class Gateway:
     merged: Merged = field(init=False)
     session: ClientSession = field(init=False)
     passthrough: Passthrough = field(init=False)
+    _envelope: Envelope = field(init=False)
 
     def __post_init__(self) -> None:
         self.servers = Servers(self.entries, self.manifests, self.timeout, self.client_timeout, self.client_info)
@@ -101,6 +102,7 @@ class Gateway:
         self.passthrough = Passthrough([s.name for s in self.servers], Namespace(self.separator))
         self.session = ClientSession.of(self.serialize)
         self.session.bridge.upstream_init = self._init_result(LATEST)  # what server/discover tells
+        self._envelope = Envelope(server_info=self.client_info)  # what a 2026 client's results are stamped with
 
     def entry(self, server: str) -> ServerEntry:
         return self.servers[server].entry
@@ -153,9 +155,10 @@ class Gateway:
         frame = jsonrpc.client_frame(data)
         if frame is None:
             return [ToClient(jsonrpc.parse_refusal())]
-        if frame.is_answer:
+        message = frame.message
+        if "method" not in message:
             return self._client_answer(frame, now)
-        if frame.is_notification:
+        if "id" not in message:
             return self._client_notification(frame, now)
         refused = jsonrpc.request_refusal(frame)
         if refused is not None:
@@ -220,7 +223,7 @@ class Gateway:
             owing = [server.name for server in self.servers]
         else:
             return []  # notifications/initialized is the gateway's; the servers get their own
-        return self._happened([h for name in owing for h in self.servers.notify(name, frame, now)], now)
+        return self._happened([h for name in owing for h in self.servers.notify(name, frame)], now)
 
     def _client_answer(self, frame: Frame, now: float) -> list[Action]:
         """The client's answer to a server's request: back to that server, under its own id."""
@@ -241,7 +244,7 @@ class Gateway:
             params,
             modern=modern,
             dynamic=self.catalog.options.mode == "dynamic",
-            envelope=Envelope(server_info=self.client_info),
+            envelope=self._envelope,
         )
         try:
             outcome = self.merged.answer(method, message.get("params"), caller, self.servers.down)
@@ -293,7 +296,7 @@ class Gateway:
         takes_requests = not self.session.modern  # a 2026 client takes no requests from its servers
         return self._happened(self.servers.receive(server, data, now, takes_requests=takes_requests), now)
 
-    def _happened(self, happened: list[Happened], now: float) -> list[Action]:
+    def _happened(self, happened: Sequence[Happened], now: float) -> list[Action]:
         """What the servers did and said, as actions: their answers and notices shaped for the client."""
         actions: list[Action] = []
         for item in happened:

@@ -7,7 +7,7 @@ its ``tools/*`` requests: answered through ``lazymcp.methods.dispatch``, or ``Ro
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -144,7 +144,7 @@ class Seed:
     names: Namespace
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Routed:
     """A call the catalog leaves to a server: ``server`` (None: no server has a tool of that name), the
     tool's own ``name`` there, and the ``arguments`` to send (None: as they came)."""
@@ -189,9 +189,11 @@ class Merged:
         catalog = merged_catalog(servers, self.options, names, auto=self.mode == "auto", budget=self.budget)
         self.catalog, self.names = catalog, names
 
-    def answer(self, method: str, params: object, caller: Caller, down: Mapping[str, str]) -> Answer | Routed:
+    def answer(
+        self, method: str, params: object, caller: Caller, down: Callable[[], Mapping[str, str]]
+    ) -> Answer | Routed:
         """A ``tools/*`` request through the one door: answered here (a failed server's tools marked so,
-        ``down``: reason by server), or the call a server runs.
+        ``down()``: the reason of each failed server), or the call a server runs.
 
         Raises:
             LazyMCPError: the request is malformed.
@@ -201,9 +203,9 @@ class Merged:
             result = outcome.result
             name = jsonrpc.field(params, "name")
             if method in (DESCRIBE, DESCRIBE_BATCH):
-                result = mark_unavailable(result, down, self.names)
+                result = mark_unavailable(result, down(), self.names)
             elif method == "tools/call" and self.catalog.canonical_meta_name(str(name)) == DESCRIBE_TOOLS:
-                result = mark_described(result, down, self.names)
+                result = mark_described(result, down(), self.names)
             return Answer(result, outcome.changed)
         if isinstance(outcome, Run):
             name, arguments = outcome.name, outcome.arguments

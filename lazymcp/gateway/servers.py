@@ -82,7 +82,7 @@ class Server:
         return [Save(self.name, self.tools, self.version, dict(self.lists))]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Heard:
     """Something a server said, for the gateway to tell the client."""
 
@@ -99,6 +99,8 @@ class Down:
 
 
 Happened = Action | Heard | Down
+RELAYED: Final = frozenset({Reply, Asks, Notice, Tools})
+"""What a server says that the gateway tells the client, one way or another."""
 
 
 @dataclass
@@ -134,7 +136,6 @@ class Servers:
         """Is a running server's first tool list still awaited?"""
         return any(s.tools is None and s.upstream is not None and s.life.state is not State.DOWN for s in self)
 
-    @property
     def down(self) -> dict[str, str]:
         """Why each failed server is down, by name."""
         return {s.name: s.life.reason or "" for s in self if s.life.state is State.DOWN}
@@ -178,29 +179,29 @@ class Servers:
         assert server.upstream is not None
         return self._heard(server, server.upstream.open(handshake, now), now)
 
-    def call(self, name: str, frame: Frame, now: float) -> list[Happened]:
+    def call(self, name: str, frame: Frame, now: float) -> Sequence[Happened]:
         """Send a request decided for a server (not within its backoff): at once when it is ready, else once
         its handshake is done, starting it when it is not running."""
         server = self.table[name]
         if server.life.state is State.READY and server.upstream is not None:
-            return self._heard(server, server.upstream.forward(frame, now), now)
+            return server.upstream.forward(frame, now)
         happened = self.start(name) if server.life.stopped else []
         server.queued.append(frame)
         return happened
 
-    def notify(self, name: str, frame: Frame, now: float) -> list[Happened]:
+    def notify(self, name: str, frame: Frame) -> Sequence[Happened]:
         """Send a ready server a client notification."""
         server = self.table[name]
         if server.life.state is not State.READY or server.upstream is None:
             return []
-        return self._heard(server, server.upstream.notify(frame), now)
+        return server.upstream.notify(frame)
 
-    def answer(self, name: str, frame: Frame, now: float) -> list[Happened]:
+    def answer(self, name: str, frame: Frame, now: float) -> Sequence[Happened]:
         """Send a server the client's answer to its request."""
         server = self.table[name]
         if server.upstream is None:
             return []
-        return self._heard(server, server.upstream.answer(frame, now), now)
+        return server.upstream.answer(frame, now)
 
     def receive(self, name: str, data: bytes, now: float, *, takes_requests: bool) -> list[Happened]:
         """One line from a server."""
@@ -212,12 +213,12 @@ class Servers:
     def _heard(self, server: Server, events: Sequence[object], now: float) -> list[Happened]:
         happened: list[Happened] = []
         for event in events:
-            if isinstance(event, ToServer):
+            if type(event) in RELAYED:
+                happened.append(Heard(server.name, event))  # pyright: ignore[reportArgumentType]
+            elif isinstance(event, ToServer):
                 happened.append(event)
             elif isinstance(event, Say):
                 happened.append(Say(f"server {server.name!r}: {event.text}"))
-            elif isinstance(event, Reply | Asks | Notice | Tools):
-                happened.append(Heard(server.name, event))
             elif isinstance(event, Opened):
                 happened += self._opened(server, event, now)
             elif isinstance(event, Broke | Unlisted):
