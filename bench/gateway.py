@@ -24,6 +24,7 @@ from typing import Any
 
 from bench.common import CATALOGS, Config
 from bench.proxy import RELAY, everything_command
+from lazymcp.entries import ServerEntry
 from lazymcp.run.manifests import ManifestStore
 from lazymcp.search import describe_ranker
 
@@ -130,7 +131,8 @@ def cold_start(cache: Path, env: dict[str, str], repeats: int) -> dict[str, Any]
     servers: dict[str, Any] = {}
     for server, tools in by_server.items():
         servers[server] = {"command": "/nonexistent/never-started", "args": [server]}
-        store.save([["/nonexistent/never-started", server], None, None], tools, "captured")
+        entry = ServerEntry(server, command=("/nonexistent/never-started", server))
+        store.save(entry.identity(), tools, "captured")
     command = _gateway({"mcpServers": servers}, cache)
     empty = _gateway({"mcpServers": {}}, cache)
     env = {**env, "LAZYMCP_CACHE_DIR": str(cache / "manifests")}

@@ -34,5 +34,6 @@ class ServerEntry:
         return self.url is not None
 
     def identity(self) -> list[Any]:
-        """What names this server's tool list in the manifest cache: how it is started or reached."""
-        return [list(self.command), self.cwd, self.url]
+        """What names this server's tool list in the manifest cache: everything that can change what it
+        lists (how it is started or reached, its environment and headers). Only a hash of it is kept."""
+        return [list(self.command), self.cwd, self.url, sorted(self.env.items()), sorted(self.headers.items())]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import replace
@@ -70,7 +71,7 @@ def access_of(args: argparse.Namespace, *, required: bool = True) -> Access | No
     if args.http is None:
         return None
     host, port = args.http
-    token = _token(args.token_file)
+    token = _token(args.token_file, args.command)
     given = token or args.oauth_issuer or args.oauth_resource or args.oauth_scope or args.oauth_introspection
     if not required and not given:
         return None
@@ -87,8 +88,9 @@ def access_of(args: argparse.Namespace, *, required: bool = True) -> Access | No
     )
 
 
-def _token(path: str | None) -> str | None:
-    """The bearer token from ``--token-file``, else ``LAZYMCP_GATEWAY_TOKEN``, else None.
+def _token(path: str | None, command: str) -> str | None:
+    """The bearer token from ``--token-file`` (a file others can read is warned about, as ssh does with a
+    key), else ``LAZYMCP_GATEWAY_TOKEN``, else None.
 
     Raises:
         ConfigError: the file cannot be read or holds no token.
@@ -97,8 +99,12 @@ def _token(path: str | None) -> str | None:
         return os.environ.get("LAZYMCP_GATEWAY_TOKEN") or None
     try:
         token = Path(path).read_text().strip()
+        mode = os.stat(path).st_mode
     except OSError as exc:
         raise ConfigError(f"cannot read the token file {path!r}: {exc.strerror or exc}") from None
+    if mode & 0o077:
+        shown = oct(stat.S_IMODE(mode))[2:]
+        say(command, f"warning: the token file {path!r} can be read by others (mode {shown}); chmod 600 it")
     if not token:
         raise ConfigError(f"the token file {path!r} is empty")
     return token

@@ -8,7 +8,7 @@ name, is a start-up error naming both.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from lazymcp.errors import ConfigError
@@ -37,6 +37,21 @@ def check_separator(separator: str, source: str) -> None:
     """Raises ``ConfigError`` for a separator the tool-name rules forbid."""
     if not _ALLOWED.fullmatch(separator):
         raise ConfigError(f"{source}: 'lazymcp.separator' {separator!r} may hold only letters, digits, '_', '-', '.'")
+
+
+def unusable(server: str, names: Sequence[str], separator: str) -> str | None:
+    """Why a server's tool names (as its manifest keeps them) cannot be served under gateway names: a name
+    given twice, or one that breaks the tool-name rules once prefixed; None when they can."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return f"it lists the tool {name[:80]!r} twice"
+        seen.add(name)
+    try:
+        Namespace(separator).add(server, names)
+    except ConfigError as exc:
+        return exc.message
+    return None
 
 
 @dataclass

@@ -12,19 +12,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from lazymcp.entries import ServerEntry
 from lazymcp.errors import ConfigError
 from lazymcp.files import cache_dir
 from lazymcp.gateway.config import GatewayConfig, load_config
 from lazymcp.gateway.front import Gateway, Seed
 from lazymcp.gateway.lifecycle import State
 from lazymcp.gateway.merged import DEFAULT_BUDGET
-from lazymcp.gateway.namespace import check_separator, check_server_name
+from lazymcp.gateway.namespace import check_separator, check_server_name, unusable
 from lazymcp.gateway.passthrough import LISTS
 from lazymcp.jsonrpc import Frame
 from lazymcp.limits import EXPIRE_EVERY, Limits
 from lazymcp.manifest import DEFAULT_TTL, Manifest
 from lazymcp.notices import LOGGER, say
 from lazymcp.options import Options
+from lazymcp.packed import Packed
 from lazymcp.run.driver import Driver
 from lazymcp.run.manifests import ManifestStore
 from lazymcp.run.wire import sdk_serializer
@@ -72,7 +74,7 @@ def build_gateway(launch: Launch, store: ManifestStore | None, seed: Seed | None
     config = launch.config
     manifests: dict[str, Manifest | None] = {}
     if store is not None and not launch.refresh:
-        manifests = {entry.name: store.load(entry.identity()) for entry in config.enabled}
+        manifests = {entry.name: _usable(store, entry, config.separator) for entry in config.enabled}
         manifests = {n: m and replace(m, lists=m.fresh_lists(launch.ttl)) for n, m in manifests.items()}
     stale = frozenset(name for name, m in manifests.items() if m is not None and not m.fresh(launch.ttl))
     try:
@@ -92,6 +94,23 @@ def build_gateway(launch: Launch, store: ManifestStore | None, seed: Seed | None
         )
     except ConfigError as exc:
         raise ConfigError(f"{config.source}: {exc.message}") from None
+
+
+def _usable(store: ManifestStore, entry: ServerEntry, separator: str) -> Manifest | None:
+    """A server's manifest, unless it cannot be served (then the server is listed afresh, and the file
+    is named once on stderr)."""
+    manifest = store.load(entry.identity())
+    if manifest is None:
+        return None
+    names = manifest.tools.names if isinstance(manifest.tools, Packed) else [t["name"] for t in manifest.tools]
+    reason = unusable(entry.name, names, separator)
+    if reason is None:
+        return manifest
+    path = store.path(entry.identity())
+    if path not in store.ignored:
+        store.ignored.add(path)
+        say("gateway", f"ignoring the manifest {path} of server {entry.name!r}: {reason}; listing it afresh")
+    return None
 
 
 async def refresh(launch: Launch) -> int:

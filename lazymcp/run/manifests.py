@@ -1,7 +1,13 @@
 """The manifest cache on disk: one JSON file per server under the cache directory
-(``lazymcp.files.cache_dir``), keyed by a hash of how the server is started or reached (command,
-arguments, working directory, URL). Each records the server's ``serverInfo`` version and when it was
-fetched. A manifest that cannot be read counts as absent: the server is started.
+(``lazymcp.files.cache_dir``), keyed by a hash of everything that can change what the server lists
+(``ServerEntry.identity``: command, arguments, working directory, URL, environment and headers; the
+hash alone is kept, never a secret). Each records the server's ``serverInfo`` version and when it was
+fetched.
+
+A manifest that cannot be used counts as absent, and the server is listed afresh: only a regular file
+of at most ``MAX_MANIFEST`` bytes is read (a FIFO, a device or a link is not). The directory is made
+private (0700), and a manifest is written to a new file, created without following links, then
+renamed into place, so nothing planted in the directory can redirect the write.
 """
 
 from __future__ import annotations
@@ -9,9 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,6 +31,8 @@ from lazymcp.messages import Tool
 from lazymcp.packed import Packed
 
 FORMAT = 1
+MAX_MANIFEST = 32 * 1024 * 1024
+"""Bytes of one manifest file read at most (the 954 tools of 30 servers take 1.8 MB in all)."""
 
 
 def manifest_key(identity: Sequence[Any]) -> str:
@@ -57,16 +67,21 @@ class ManifestStore:
     """The manifests in one directory."""
 
     directory: Path
+    ignored: set[Path] = field(default_factory=lambda: set(), compare=False)
+    """Files found unusable (and said so, once)."""
 
-    def _path(self, identity: Sequence[Any]) -> Path:
+    def path(self, identity: Sequence[Any]) -> Path:
+        """The file of a server's manifest."""
         return self.directory / f"{manifest_key(identity)}.json"
 
     def load(self, identity: Sequence[Any]) -> Manifest | None:
         """The manifest of a server, or None when there is none (or it cannot be read)."""
+        raw = _read(self.path(identity))
+        if raw is None:
+            return None
         try:
-            raw = self._path(identity).read_bytes()
             data = _decode(raw)
-        except (OSError, ValueError, RecursionError):
+        except (ValueError, RecursionError):
             return None
         if not isinstance(data, dict):
             return None
@@ -99,12 +114,37 @@ class ManifestStore:
         now = time.time()
         kept = {m: v if isinstance(v, Listed) else Listed(v, now) for m, v in (lists or {}).items()}
         manifest = Manifest(tools if isinstance(tools, Packed) else tuple(tools), now, version, kept)
-        path = self._path(identity)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = self.path(identity)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         record = {"format": FORMAT, "fetched": manifest.fetched, "version": version, "tools": list(tools)}
         written = {m: {"entries": v.entries, "fetched": v.fetched} for m, v in kept.items()}
         blob = orjson.dumps({**record, "lists": written})
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(blob)
-        partial.replace(path)
+        # A new file of a random name, created exclusively and without following a link (mode 0600).
+        descriptor, partial = tempfile.mkstemp(dir=self.directory, prefix=f".{path.stem}.", suffix=".tmp")
+        try:
+            with os.fdopen(descriptor, "wb") as out:
+                out.write(blob)
+            os.replace(partial, path)  # replaces a link at ``path`` itself, never what it points to
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
         return manifest
+
+
+def _read(path: Path) -> bytes | None:
+    """A manifest file's bytes: None unless it is a regular file (no link, FIFO or device) of at most
+    ``MAX_MANIFEST`` bytes that can be read."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as file:
+        try:
+            status = os.fstat(descriptor)
+            if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_MANIFEST:
+                return None
+            raw = file.read(MAX_MANIFEST + 1)
+        except OSError:
+            return None
+    return raw if len(raw) <= MAX_MANIFEST else None
