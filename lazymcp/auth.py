@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from lazymcp.access import Access, open_access, token_access
 from lazymcp.addresses import is_loopback
+from lazymcp.environment import OAUTH_CLIENT_ID, OAUTH_CLIENT_SECRET
 from lazymcp.errors import ConfigError
 from lazymcp.oauth import oauth_access
 
@@ -41,8 +42,8 @@ def access_from(
             resource or default_resource(host, port),
             scopes=scopes,
             introspection=introspection,
-            client_id=env.get("LAZYMCP_OAUTH_CLIENT_ID") or None,
-            client_secret=env.get("LAZYMCP_OAUTH_CLIENT_SECRET") or None,
+            client_id=env.get(OAUTH_CLIENT_ID) or None,
+            client_secret=env.get(OAUTH_CLIENT_SECRET) or None,
         )
     if resource or scopes or introspection:
         raise ConfigError("--oauth-resource, --oauth-scope and --oauth-introspection need --oauth-issuer")

@@ -28,6 +28,9 @@ class ServerEntry:
     description: str | None = None
     tools: Metadata = field(default_factory=Metadata)
     """Per-tool metadata, by the server's own tool names."""
+    inherit_env: bool | tuple[str, ...] = ()
+    """What of lazymcp's environment the server gets beyond the safe base (``lazymcp.environment``): True,
+    all of it (lazymcp's own secrets aside); names, those variables."""
 
     @property
     def remote(self) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import stat
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from lazymcp.run.manifests import ManifestStore
 
 SERVERS = Path(__file__).with_name("servers")
 PLAIN = [sys.executable, str(SERVERS / "plain_server.py")]
+ENV = [sys.executable, str(SERVERS / "env_server.py")]
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "sealed", "version": "1"}}
 TIMEOUT = 60
 
@@ -28,13 +30,15 @@ def line(message: dict[str, Any]) -> bytes:
     return json.dumps(message).encode() + b"\n"
 
 
-def converse(config: Path, cache: Path, *messages: dict[str, Any]) -> tuple[dict[object, Any], str]:
+def converse(
+    config: Path, cache: Path, *messages: dict[str, Any], env: dict[str, str] | None = None
+) -> tuple[dict[object, Any], str]:
     """Send ``messages`` to a gateway over ``config``, close its input, and return its answers by id and
     its stderr (it answers what it read, then exits)."""
     command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config)]
-    env = {**os.environ, "LAZYMCP_CACHE_DIR": str(cache)}
+    environ = {**os.environ, "LAZYMCP_CACHE_DIR": str(cache), **(env or {})}
     done = subprocess.run(
-        command, input=b"".join(map(line, messages)), capture_output=True, env=env, timeout=TIMEOUT, check=False
+        command, input=b"".join(map(line, messages)), capture_output=True, env=environ, timeout=TIMEOUT, check=False
     )
     answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines()) if "id" in m and "method" not in m}
     assert done.returncode == 0, done.stderr.decode()
@@ -146,3 +150,90 @@ def test_a_token_file_others_can_read_is_warned_about(tmp_path: Path, caplog: py
         assert access_of(args) is not None
         said = caplog.text
         assert ("can be read by others" in said and "chmod 600" in said) is warned, said
+
+
+def call(request_id: int, name: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+
+
+def environment_of(answer: dict[str, Any]) -> dict[str, str]:
+    return json.loads(answer["result"]["content"][0]["text"])
+
+
+def test_each_server_gets_a_safe_base_its_own_env_and_no_secret_of_the_gateway_or_another_server(
+    tmp_path: Path,
+) -> None:
+    server = {"command": ENV[0], "args": ENV[1:]}
+    config = config_with(
+        tmp_path,
+        a={**server, "env": {"K": "${A_SECRET}"}},
+        b=server,
+        c={**server, "lazymcp": {"inherit_env": ["SHARED_SETTING"]}},
+        d={**server, "lazymcp": {"inherit_env": True}},
+    )
+    secrets = {"LAZYMCP_GATEWAY_TOKEN": "t0ken", "LAZYMCP_OAUTH_CLIENT_SECRET": "cl1ent", "A_SECRET": "s3cret"}
+    session = [*listing_session()[:2], call(1, "a__env"), call(2, "b__env"), call(3, "c__env"), call(4, "d__env")]
+    answers, _ = converse(config, tmp_path / "cache", *session, env={**secrets, "SHARED_SETTING": "on"})
+    a, b, c, d = (environment_of(answers[n]) for n in (1, 2, 3, 4))
+    for seen in (a, b, c, d):
+        assert "LAZYMCP_GATEWAY_TOKEN" not in seen and "LAZYMCP_OAUTH_CLIENT_SECRET" not in seen
+        assert seen["PATH"] == os.environ["PATH"] and seen["LAZYMCP_GATEWAY_DEPTH"] == "1"
+    assert a["K"] == "s3cret" and "A_SECRET" not in a  # its own env, expanded: not the variable itself
+    assert "K" not in b and "A_SECRET" not in b and "SHARED_SETTING" not in b
+    assert c["SHARED_SETTING"] == "on" and "A_SECRET" not in c
+    assert d["A_SECRET"] == "s3cret" and d["SHARED_SETTING"] == "on"  # all of it, lazymcp's secrets aside
+
+
+def test_the_proxys_server_gets_the_proxys_environment_without_lazymcps_secrets() -> None:
+    command = [sys.executable, "-m", "lazymcp", "proxy", "--", *ENV]
+    env = {**os.environ, "GITHUB_TOKEN": "for-the-server", "LAZYMCP_GATEWAY_TOKEN": "t0ken"}
+    session = [*listing_session()[:2], call(1, "env")]
+    done = subprocess.run(
+        command, input=b"".join(map(line, session)), capture_output=True, env=env, timeout=TIMEOUT, check=False
+    )
+    [answer] = [m for m in map(json.loads, done.stdout.splitlines()) if m.get("id") == 1]
+    seen = environment_of(answer)
+    assert seen["GITHUB_TOKEN"] == "for-the-server" and "LAZYMCP_GATEWAY_TOKEN" not in seen
+
+
+def test_a_configuration_that_runs_the_gateway_on_itself_is_refused_in_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    itself = {"command": "lazymcp", "args": ["gateway", "--config", str(config)]}
+    config.write_text(json.dumps({"mcpServers": {"fine": {"command": PLAIN[0], "args": PLAIN[1:]}, "all": itself}}))
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config)]
+    done = subprocess.run(command, input=b"", capture_output=True, timeout=TIMEOUT, check=False)
+    assert done.returncode == 2
+    assert done.stderr.decode().strip().splitlines() == [
+        f"lazymcp: error: {config}: server 'all' runs this gateway on its own configuration"
+    ]
+
+
+def test_gateways_nested_past_the_bound_refuse_to_start(tmp_path: Path) -> None:
+    config, _ = plain_entry(tmp_path)
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config)]
+    env = {**os.environ, "LAZYMCP_GATEWAY_DEPTH": "4"}
+    done = subprocess.run(command, input=b"", capture_output=True, env=env, timeout=TIMEOUT, check=False)
+    assert done.returncode == 2 and "inside 4 others" in done.stderr.decode()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_servers_end_with_a_gateway_killed_with_sigkill(tmp_path: Path) -> None:
+    config = config_with(tmp_path, s={"command": ENV[0], "args": [*ENV[1:], "--linger"]})
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config)]
+    env = {**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env) as gateway:
+        assert gateway.stdin is not None and gateway.stdout is not None
+        gateway.stdin.write(b"".join(map(line, [*listing_session()[:2], call(1, "s__pid")])))
+        gateway.stdin.flush()
+        pid = None
+        while pid is None:  # bounded: the gateway answers the call, or the test times out
+            message = json.loads(gateway.stdout.readline())
+            if message.get("id") == 1:
+                pid = int(message["result"]["content"][0]["text"])
+        server = os.pidfd_open(pid)
+        gateway.kill()
+    try:
+        ready, _, _ = select.select([server], [], [], TIMEOUT)  # readable once the process has ended
+    finally:
+        os.close(server)
+    assert ready, f"server {pid} outlived the gateway"

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from lazymcp.environment import TOKEN
 from lazymcp.errors import CatalogError, ConfigError
 from lazymcp.limits import DEFAULT_MAX_SESSIONS, Limits
 from lazymcp.messages import Mode
@@ -96,7 +97,7 @@ def _token(path: str | None, command: str) -> str | None:
         ConfigError: the file cannot be read or holds no token.
     """
     if path is None:
-        return os.environ.get("LAZYMCP_GATEWAY_TOKEN") or None
+        return os.environ.get(TOKEN) or None
     try:
         token = Path(path).read_text().strip()
         mode = os.stat(path).st_mode

@@ -22,7 +22,7 @@ from lazymcp.metadata import ToolMeta, parse_metadata
 STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "envFile"})
 REMOTE_KEYS = frozenset({"url", "headers"})
 COMMON_KEYS = frozenset({"type", "transport", "lazymcp", "disabled", "description", "name", "timeout"})
-SERVER_KEYS = frozenset({"defer", "enabled", "category", "description", "tools"})
+SERVER_KEYS = frozenset({"defer", "enabled", "category", "description", "tools", "inherit_env"})
 """What a server's ``lazymcp`` key may hold."""
 TOP_KEYS = frozenset({"separator", "servers", "mode", "budget"})
 """What the top-level ``lazymcp`` block may hold (``servers``: per-server settings by server name)."""
@@ -145,12 +145,17 @@ class _Reader:
         for key in ("category", "description"):
             if not isinstance(values.get(key, ""), str):
                 raise self.fail(entry.name, f"field 'lazymcp.{key}' must be a string")
+        inherit: object = values.pop("inherit_env", False)
+        if isinstance(inherit, list):
+            inherit = tuple(self.strings(entry.name, "lazymcp.inherit_env", cast(object, inherit)))
+        elif not isinstance(inherit, bool):
+            raise self.fail(entry.name, "field 'lazymcp.inherit_env' must be true, false or a list of variable names")
         tools = values.pop("tools", None)
         metadata = entry.tools
         if tools is not None:
             metadata = parse_metadata({"tools": tools}, source=f"{self.source}: server {entry.name!r}", limit=None)
         fields: dict[str, Any] = {k: values[k] for k in ("defer", "enabled", "category", "description") if k in values}
-        return replace(entry, **fields, tools=metadata)
+        return replace(entry, **fields, tools=metadata, inherit_env=inherit or ())
 
 
 def parse_config(data: object, *, source: str = "config", environ: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -212,3 +217,21 @@ def tool_meta(entry: ServerEntry, rename: Callable[[str], str]) -> dict[str, Too
         related = tuple(rename(other) for other in meta.related)
         renamed[rename(name)] = ToolMeta(meta.category, meta.summary, meta.examples, related, meta.deprecated)
     return renamed
+
+
+def runs_gateway_on(entry: ServerEntry, config: Path) -> bool:
+    """Does ``entry`` start lazymcp's gateway on the configuration file ``config`` (``lazymcp gateway``,
+    or ``python -m lazymcp gateway``, with ``--config`` naming that same file)?"""
+    if not entry.command:
+        return False
+    program, args = Path(entry.command[0]).name, list(entry.command[1:])
+    if program.startswith("python") and args[:2] == ["-m", "lazymcp"]:
+        args = args[2:]
+    elif program != "lazymcp":
+        return False
+    if "gateway" not in args:
+        return False
+    named = [after for before, after in zip(args, args[1:], strict=False) if before == "--config"]
+    named += [arg.removeprefix("--config=") for arg in args if arg.startswith("--config=")]
+    base = Path(entry.cwd) if entry.cwd else Path.cwd()
+    return any((base / path).resolve() == config.resolve() for path in named)

@@ -10,7 +10,8 @@ is not reading its answers.
 from __future__ import annotations
 
 import asyncio
-import os
+import ctypes
+import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +22,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from lazymcp import jsonrpc
+from lazymcp.environment import server_environment
 from lazymcp.errors import UpstreamError
 from lazymcp.limits import OUTBOX, READ_SIZE, SHUTDOWN_GRACE
 
@@ -144,10 +146,10 @@ class _ChildPipes(asyncio.SubprocessProtocol):
 class ProcessConnection:
     """A server spawned as a child process, over its stdin and stdout; its stderr is ours."""
 
-    def __init__(self, command: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
+    def __init__(self, command: Sequence[str], env: Mapping[str, str], cwd: str | None = None) -> None:
         self.command = list(command)
-        self.env = dict(env or {})
-        """Variables set for the server on top of this process's environment (a gateway entry's ``env``)."""
+        self.env = dict(env)
+        """The server's whole environment (``lazymcp.environment.server_environment``)."""
         self.cwd = cwd
         self.on_line: LineSink = lambda line: None
         self.on_pressure: Pressure = lambda paused: None
@@ -166,8 +168,9 @@ class ProcessConnection:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=None,
-                env={**child_environment(), **self.env},
+                env=self.env,
                 cwd=self.cwd,
+                preexec_fn=_die_with_parent,
             )
         except OSError as exc:
             reason = exc.strerror or exc
@@ -225,23 +228,23 @@ def connect(entry: ServerEntry) -> Connection:
     """How a server of the configuration is reached: its process, or its URL."""
     if entry.url is not None:
         return HttpConnection(entry.url, entry.headers)
-    return ProcessConnection(entry.command, entry.env, entry.cwd)
+    return ProcessConnection(entry.command, server_environment(entry.env, entry.inherit_env), entry.cwd)
 
 
-_COERCED = frozenset({"C.UTF-8", "C.utf8", "UTF-8"})
+def _parent_death_signal() -> Callable[[], None] | None:
+    """On Linux, what a child calls before it runs its program so that the kernel kills it when lazymcp
+    dies, however it dies (``prctl(PR_SET_PDEATHSIG, SIGKILL)``); None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    set_death_signal, kill = 1, int(signal.SIGKILL)  # PR_SET_PDEATHSIG, from linux/prctl.h
+    return lambda: prctl(set_death_signal, kill, 0, 0, 0)
 
 
-def child_environment() -> dict[str, str]:
-    """This process's environment as it was given: without what Python's start-up added to it.
-
-    Started in the C locale, CPython coerces it (PEP 538) by setting ``LC_CTYPE`` in its own
-    environment, which a child would inherit: the upstream must see what the proxy was given.
-    """
-    env = dict(os.environ)
-    coerced = env.get("LC_CTYPE") in _COERCED and "LC_ALL" not in env and env.get("LANG", "C") in ("C", "POSIX")
-    if coerced:
-        del env["LC_CTYPE"]
-    return env
+_die_with_parent = _parent_death_signal()
 
 
 class HttpConnection:

@@ -10,12 +10,14 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lazymcp import environment
 from lazymcp.entries import ServerEntry
 from lazymcp.errors import ConfigError
 from lazymcp.files import cache_dir
-from lazymcp.gateway.config import GatewayConfig, load_config
+from lazymcp.gateway.config import GatewayConfig, load_config, runs_gateway_on
 from lazymcp.gateway.front import Gateway, Seed
 from lazymcp.gateway.lifecycle import State
 from lazymcp.gateway.merged import DEFAULT_BUDGET
@@ -59,6 +61,8 @@ def read_config(path: str, environ: Mapping[str, str] | None = None) -> GatewayC
     check_separator(config.separator, config.source)
     for entry in config.servers:
         check_server_name(entry.name, config.separator, config.source)
+        if entry.enabled and runs_gateway_on(entry, Path(path)):
+            raise ConfigError(f"{config.source}: server {entry.name!r} runs this gateway on its own configuration")
     return config
 
 
@@ -190,6 +194,11 @@ def run_gateway(
     """
     from lazymcp.run.stdio import run_stdio
 
+    if environment.depth() >= environment.MAX_DEPTH:
+        raise ConfigError(
+            f"{path}: this gateway would run inside {environment.depth()} others (at most {environment.MAX_DEPTH}):"
+            " does a configuration start a gateway on itself?"
+        )
     config = read_config(path)
     if config.warnings:
         say("gateway", "; ".join(config.warnings))

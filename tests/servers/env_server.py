@@ -1,0 +1,29 @@
+"""An SDK server over stdio that tells what it was given: its environment and its pid. With ``--linger``
+it stays alive after its input ends, as a server that ignores end of input would."""
+
+import json
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("env", version="1.0", log_level="WARNING")
+
+
+@server.tool()
+def env() -> str:
+    """This process's environment, as JSON."""
+    return json.dumps(dict(os.environ))
+
+
+@server.tool()
+def pid() -> int:
+    """This process's id."""
+    return os.getpid()
+
+
+if __name__ == "__main__":
+    server.run()
+    if "--linger" in sys.argv:
+        time.sleep(3600)
