@@ -36,6 +36,12 @@ def initialize_request(client: str = "t", request_id: int = 1) -> dict[str, Any]
     return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}
 
 
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    """Every async test runs on asyncio, the loop the SDK and lazymcp run on."""
+    return "asyncio"
+
+
 @asynccontextmanager
 async def serving(app: Any, port: int, within: float = 30) -> AsyncGenerator[str]:
     """``app`` (ASGI) served by uvicorn on 127.0.0.1:``port``, up within ``within`` seconds; yields the URL

@@ -37,11 +37,6 @@ TIMEOUT = 60.0
 """Bound on one test's conversation, with up to five servers starting on a loaded machine."""
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="session")
 def node_servers(everything_command: list[str]) -> dict[str, list[str]]:
     """server-memory and server-filesystem from npm (installed once), and server-everything."""

@@ -31,11 +31,6 @@ INIT = {
 JSON = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_only_requests_with_the_token_get_in(everything_command: list[str], tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"

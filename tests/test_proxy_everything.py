@@ -94,11 +94,6 @@ SIMULATED_LOGS = {
 """The eight messages toggle-simulated-logging picks from at random (server/logging.js)."""
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 # --- the two sides -----------------------------------------------------------------------------
 
 

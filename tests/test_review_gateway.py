@@ -26,11 +26,6 @@ from .test_bounded import INIT, INITIALIZED, MODERN, TIMEOUT, Peer, hostile, req
 SERVERS = Path(__file__).with_name("servers")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def config_of(tmp_path: Path, **servers: list[str]) -> Path:
     path = tmp_path / "mcp.json"
     entries = {name: {"command": command[0], "args": command[1:]} for name, command in servers.items()}

@@ -25,11 +25,6 @@ PID_SERVER = [sys.executable, str(SERVERS / "review_pid_server.py")]
 SECRETS = {"LAZYMCP_OAUTH_CLIENT_ID": CLIENT_ID, "LAZYMCP_OAUTH_CLIENT_SECRET": CLIENT_SECRET}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @asynccontextmanager
 async def http_gateway(
     config: Path, cache: Path, port: int, flags: Sequence[str] = (), env: dict[str, str] | None = None

@@ -33,11 +33,6 @@ from .test_review_gateway import config_of, gateway
 from .test_review_http import PID_SERVER, http_gateway, open_session, pid_of
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def begin(client: Peer) -> None:
     await client.send(request(0, "initialize", INIT), INITIALIZED, request(1, "tools/list"))
     await client.answer(1)

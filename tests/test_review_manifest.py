@@ -19,11 +19,6 @@ from .test_review_gateway import config_of, gateway
 SERVERS = Path(__file__).with_name("servers")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def lists_server(store: Path) -> list[str]:
     return [sys.executable, str(SERVERS / "review_lists_server.py"), str(store)]
 

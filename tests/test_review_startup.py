@@ -25,11 +25,6 @@ ANSWER_WITHIN = 10.0
 """Seconds a request may wait here for an answer when the server's timeout is 2 s."""
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def run_on_busy_port(*arguments: str) -> subprocess.CompletedProcess[str]:
     """Run lazymcp with ``--http`` on a port another socket listens on."""
     with socket.create_server(("127.0.0.1", 0)) as busy:

@@ -75,11 +75,6 @@ NAMES = [tool["name"] for tool in SMALL_TOOLS]
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def catalog_file(tmp_path: Path) -> Path:
     path = tmp_path / "catalog.json"
     path.write_text(json.dumps(SMALL_TOOLS))
