@@ -21,6 +21,9 @@ SPEC = ROOT / "spec"
 # servers the tests start inherit the setting.
 os.environ.setdefault("LAZYMCP_CACHE_DIR", str(ROOT / ".cache" / "embeddings"))
 
+EXT_ID = "io.lazymcp/lazy-tools"
+"""The extension's identifier, as the spec writes it (the tests check the package's against this one)."""
+
 ERAS = ("legacy", "2026-07-28")
 """Client modes: the 2025-11-25 handshake era and the 2026-07-28 modern era."""
 
@@ -132,6 +135,26 @@ SMALL_TOOLS: list[dict[str, Any]] = [
         },
     },
 ]
+
+
+def tool(name: str, description: str = "", *, args: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    """A tool definition. Its input schema is an object: of the ``args`` given (name: JSON type, each
+    required), or open when none are; ``extra`` members are set on top (``inputSchema``, ``_meta``...)."""
+    schema: dict[str, Any] = {"type": "object"}
+    if args is not None:
+        schema |= {"properties": {key: {"type": kind} for key, kind in args.items()}, "required": list(args)}
+    return {"name": name, "description": description, "inputSchema": schema, **extra}
+
+
+def payload(result: Any) -> dict[str, Any]:
+    """The JSON a tool answered with in its one text block: of a ``CallToolResult``, or of a raw result."""
+    import mcp_types as types
+
+    if isinstance(result, types.CallToolResult):
+        block = result.content[0]
+        assert isinstance(block, types.TextContent)
+        return json.loads(block.text)
+    return json.loads(result["content"][0]["text"])
 
 
 @pytest.fixture

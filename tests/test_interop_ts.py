@@ -37,7 +37,6 @@ from lazymcp.sample import sample_tools
 from .conftest import STOCK_STUB_KEYS, free_port
 from .interop.support import CACHE, HOST, INTEROP, TS_SDK, lazymcp, node, npm_packages, serving
 
-EXT_ID = "io.lazymcp/lazy-tools"
 META_TOOL = "describe_tools"
 SEARCH_TOOL = "search_tools"
 DEFAULT_SETTINGS = {"describeBatchMax": 100, "summaryMaxChars": 80, "stockDefault": "lazy", "pageSize": None}

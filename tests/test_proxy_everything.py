@@ -40,13 +40,12 @@ from pydantic import BaseModel
 
 from lazymcp.client import LazyClient, raw_request
 
-from .conftest import ERAS, STOCK_STUB_KEYS
+from .conftest import ERAS, EXT_ID, STOCK_STUB_KEYS
 
 # ping, resources/subscribe and logging/setLevel are deprecated as of 2026-07-28; the SDK warns
 # even in mode "legacy", where they are the protocol this server speaks.
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
-EXT_ID = "io.lazymcp/lazy-tools"
 META_TOOL = "describe_tools"
 SEARCH_TOOL = "search_tools"
 MODERN = "2026-07-28"

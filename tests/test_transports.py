@@ -33,9 +33,8 @@ from lazymcp.sample import sample_tools
 from lazymcp.sdk import LazyTools
 from lazymcp.serve import build_server, load_tools, serve_http
 
-from .conftest import CATALOGS, ERAS, SMALL_TOOLS, free_port, shared_catalog
+from .conftest import CATALOGS, ERAS, EXT_ID, SMALL_TOOLS, free_port, shared_catalog
 
-EXT_ID = "io.lazymcp/lazy-tools"
 META_TOOL = "describe_tools"
 SEARCH_TOOL = "search_tools"
 STOCK_META_TOOLS = [META_TOOL, SEARCH_TOOL]
