@@ -162,6 +162,51 @@ def small_tools() -> list[dict[str, Any]]:
     return json.loads(json.dumps(SMALL_TOOLS))
 
 
+# --- servers built the way users build them ----------------------------------------------------------
+
+CALLS: list[tuple[str, dict[str, Any]]] = []
+"""The calls ``build_plain``'s tools ran, in order (a test that reads it clears it first)."""
+
+
+def build_plain(**kwargs: Any) -> Any:
+    """The same SDK server (an ``MCPServer``) every SDK test builds: with lazify() on top it is the lazy one.
+    Its tools note their calls in ``CALLS``."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("demo", version="1.0", log_level="WARNING", **kwargs)
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers. Returns their sum as an integer, which is handy for arithmetic."""
+        CALLS.append(("add", {"a": a, "b": b}))
+        return a + b
+
+    @server.tool(title="Echo")
+    def echo(text: str, times: int = 1) -> str:
+        """Echo the text back, repeated.
+
+        Long explanation that a lazy listing leaves out.
+        """
+        CALLS.append(("echo", {"text": text}))
+        return text * times
+
+    @server.tool()
+    def forecast(city: str, days: int = 3) -> dict[str, Any]:
+        """Weather forecast for a city, e.g. Paris. Up to 10 days ahead."""
+        return {"city": city, "days": days}
+
+    return server
+
+
+def build_lazy(**settings: Any) -> Any:
+    """``build_plain()`` lazified with ``settings``."""
+    from lazymcp import lazify
+
+    server = build_plain()
+    lazify(server, **settings)
+    return server
+
+
 EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything@2026.8.31"
 NPM_CACHE = Path(os.environ.get("LAZYMCP_NPM_DIR", ROOT / ".cache" / "npm-servers"))
 
