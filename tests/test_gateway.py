@@ -307,8 +307,15 @@ async def test_a_server_that_stops_reading_holds_the_client_only_until_it_fails(
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"deaf": entry(hostile), "fine": entry(hostile)}}))
     failures: list[str] = []
+    deaf = anyio.Event()
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        if params.data == "deaf from now on":
+            deaf.set()
+
+    params = gateway(config, tmp_path / "cache", "--timeout", "3", "--mode", "eager")
     with anyio.fail_after(TIMEOUT):
-        async with Client(gateway(config, tmp_path / "cache", "--timeout", "3", "--mode", "eager")) as client:
+        async with Client(params, logging_callback=on_log) as client:
 
             async def fill(number: int) -> None:
                 try:
@@ -321,8 +328,8 @@ async def test_a_server_that_stops_reading_holds_the_client_only_until_it_fails(
                     await client.call_tool("deaf__deaf", {})
 
             async with anyio.create_task_group() as group:
-                group.start_soon(deafen)  # the server stops reading: what follows fills its input
-                await anyio.sleep(0.5)
+                group.start_soon(deafen)
+                await deaf.wait()  # the server has stopped reading: what follows fills its input
                 for number in range(8):
                     group.start_soon(fill, number)
             echoed = await client.call_tool("fine__echo", {"text": "still here"})

@@ -21,8 +21,7 @@ from lazymcp.options import Options
 from lazymcp.router import Fail, Router, ToClient, ToServer
 from lazymcp.serve import build_server
 
-from .conftest import ERAS, payload, tool
-from .test_transports import http_server
+from .conftest import ERAS, lazy_http_server, payload, tool
 
 SERVERS = Path(__file__).with_name("servers")
 TIMEOUT = 30
@@ -312,7 +311,7 @@ async def test_serve_in_dynamic_mode_over_stdio(era: str, catalog_file: Path) ->
 @asynccontextmanager
 async def dynamic_http(*, stateless: bool) -> AsyncIterator[str]:
     lazy = build_server(TOOLS, Options(mode="dynamic", core_tools=("echo",)))
-    async with http_server(lazy, stateless=stateless) as url:
+    async with lazy_http_server(lazy, stateless=stateless) as url:
         yield url
 
 
