@@ -169,7 +169,7 @@ async def test_a_2026_result_holding_a_method_member_still_gets_its_envelope(tmp
     that holds a ``method`` member (an HTTP tool's structured content, a prompt or resource named
     "method") is taken for a request, goes out without the 2026 envelope, and leaves its
     calls entry behind."""
-    config = config_of(tmp_path, p=[sys.executable, str(SERVERS / "review_pid_server.py")])
+    config = config_of(tmp_path, p=[sys.executable, str(SERVERS / "pid_server.py")])
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, tmp_path / "cache") as peer:
             await peer.send(modern(1, "tools/call", {"name": "p__whoami", "arguments": {}}))
@@ -186,7 +186,7 @@ async def test_an_answer_to_a_dead_servers_request_does_not_reach_its_successor(
     """``Gateway._asked`` outlives the server process that asked: the client's late answer to the dead
     process's request (gateway id 1, server id ``q-1``) is handed to the restarted process as the
     answer to *its* ``q-1``, a different question (gateway id 2)."""
-    config = config_of(tmp_path, a=[sys.executable, str(SERVERS / "review_asking_server.py")])
+    config = config_of(tmp_path, a=[sys.executable, str(SERVERS / "asking_server.py")])
     init: dict[str, Any] = {**INIT, "capabilities": {"elicitation": {}}}
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, tmp_path / "cache", "--mode", "eager") as peer:
@@ -216,7 +216,7 @@ async def test_a_server_request_spelled_with_an_escaped_key_still_gets_a_gateway
     """``Gateway._to_client`` decides a server's line needs no mapping when its bytes lack ``"method"``;
     a server that writes the key as ``"\\u006dethod"`` gets its request to the client through under its
     own id (two servers' ids may then meet, and the client's answer, under that id, is dropped)."""
-    config = config_of(tmp_path, e=[sys.executable, str(SERVERS / "review_escaped_server.py")])
+    config = config_of(tmp_path, e=[sys.executable, str(SERVERS / "escaped_server.py")])
     init: dict[str, Any] = {**INIT, "capabilities": {"elicitation": {}}}
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, tmp_path / "cache", "--mode", "eager") as peer:

@@ -21,7 +21,7 @@ from .test_bounded import INIT, INITIALIZED, MODERN, MODERN_HEADERS, TIMEOUT, ho
 from .test_review_gateway import config_of
 
 SERVERS = Path(__file__).with_name("servers")
-PID_SERVER = [sys.executable, str(SERVERS / "review_pid_server.py")]
+PID_SERVER = [sys.executable, str(SERVERS / "pid_server.py")]
 SECRETS = {"LAZYMCP_OAUTH_CLIENT_ID": CLIENT_ID, "LAZYMCP_OAUTH_CLIENT_SECRET": CLIENT_SECRET}
 
 

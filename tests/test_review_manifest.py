@@ -1,6 +1,6 @@
 """Review of the lists manifests keep (prompts, resources, templates): a list answered from a manifest
 must not be one the gateway already knew to be stale. Real ``lazymcp gateway`` processes over stdio, one
-after another on one cache, in front of ``servers/review_lists_server.py``, whose resources live in a
+after another on one cache, in front of ``servers/lists_server.py``, whose resources live in a
 file and so outlive its process."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ SERVERS = Path(__file__).with_name("servers")
 
 
 def lists_server(store: Path) -> list[str]:
-    return [sys.executable, str(SERVERS / "review_lists_server.py"), str(store)]
+    return [sys.executable, str(SERVERS / "lists_server.py"), str(store)]
 
 
 def uris(answer: dict[str, Any]) -> list[str]:
