@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LAZYMCP_SHARED", ROOT.parent / "shared"))
 CATALOGS = SHARED / "catalogs"
 SPEC = ROOT / "spec"
+SERVERS = ROOT / "tests" / "servers"
+"""The small MCP servers the tests run as processes."""
 
 # Tool embeddings (the semantic extra) are cached inside the checkout, not in the user's cache directory;
 # servers the tests start inherit the setting.

@@ -27,6 +27,7 @@ from lazymcp.client import LazyClient, raw_request
 from lazymcp.errors import ErrorCode
 
 from .conftest import NPM_CACHE, ROOT, npm_install
+from .wire import hostile
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -303,9 +304,8 @@ async def test_a_2026_client_lists_calls_and_reads_across_servers(config: Path, 
 async def test_a_server_that_stops_reading_holds_the_client_only_until_it_fails(tmp_path: Path) -> None:
     """The gateway stops reading its client while a server's input is full; once that server fails
     (here: past --timeout), the others are reached again."""
-    hostile = [sys.executable, str(ROOT / "tests" / "servers" / "hostile_upstream.py"), "plain"]
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"deaf": entry(hostile), "fine": entry(hostile)}}))
+    config.write_text(json.dumps({"mcpServers": {"deaf": entry(hostile()), "fine": entry(hostile())}}))
     failures: list[str] = []
     deaf = anyio.Event()
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-import orjson
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client, StdioServerParameters
@@ -21,16 +20,11 @@ from lazymcp.options import Options
 from lazymcp.router import Fail, Router, ToClient, ToServer
 from lazymcp.serve import build_server
 
-from .conftest import ERAS, lazy_http_server, payload, tool
+from .conftest import ERAS, SERVERS, lazy_http_server, payload, tool
+from .wire import MODERN, line
 
-SERVERS = Path(__file__).with_name("servers")
 TIMEOUT = 30
 SURFACE = ["list_tool_categories", "search_tools", "describe_tools", "invoke_tool"]
-MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 
 
 TOOLS = [
@@ -40,10 +34,6 @@ TOOLS = [
     tool("echo", "Echo the text back.", args={"text": "string"}),
 ]
 NAMES = [t["name"] for t in TOOLS]
-
-
-def line(message: dict[str, Any]) -> bytes:
-    return orjson.dumps(message)
 
 
 def sent(action: Any) -> dict[str, Any]:
@@ -97,8 +87,8 @@ def test_the_router_keeps_its_clients_dynamic_session_and_announces_each_change_
 @pytest.mark.requirement("LT-22")
 def test_a_modern_request_to_a_dynamic_router_gets_the_stable_surface() -> None:
     router = ready_router(mode="dynamic", core_tools=("echo",))
-    assert listing(router, 2, _meta=MODERN_META) == [*SURFACE, "echo"]
-    [answer] = call(router, 3, "search_tools", {"query": "issue"}, _meta=MODERN_META)
+    assert listing(router, 2, _meta=MODERN) == [*SURFACE, "echo"]
+    [answer] = call(router, 3, "search_tools", {"query": "issue"}, _meta=MODERN)
     assert "enabled" not in payload(sent(answer)["result"])
 
 

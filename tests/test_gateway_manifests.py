@@ -1,7 +1,7 @@
-"""Review of the lists manifests keep (prompts, resources, templates): a list answered from a manifest
-must not be one the gateway already knew to be stale. Real ``lazymcp gateway`` processes over stdio, one
-after another on one cache, in front of ``servers/lists_server.py``, whose resources live in a
-file and so outlive its process."""
+"""The lists a gateway's manifests keep (prompts, resources, templates): a list answered from a manifest
+must not be one the gateway already knew to be stale, and a fresh one spares starting its server. Real
+``lazymcp gateway`` processes over stdio, one after another on one cache, in front of
+``servers/lists_server.py``, whose resources live in a file and so outlive its process."""
 
 from __future__ import annotations
 
@@ -13,10 +13,8 @@ from typing import Any
 import anyio
 import pytest
 
-from .test_bounded import INIT, INITIALIZED, TIMEOUT, Peer, request, tool_call
-from .test_review_gateway import config_of, gateway
-
-SERVERS = Path(__file__).with_name("servers")
+from .conftest import SERVERS
+from .wire import INIT, INITIALIZED, TIMEOUT, Peer, config_of, gateway, request, tool_call
 
 
 def lists_server(store: Path) -> list[str]:
@@ -43,14 +41,14 @@ async def start(peer: Peer) -> None:
     await peer.answer(0)
 
 
-# --- findings: these fail today -----------------------------------------------------------------------
+# --- a stale list is not served ---------------------------------------------------------------------
 
 
 @pytest.mark.anyio
 async def test_a_resource_list_the_server_said_changed_is_not_served_from_the_manifest(tmp_path: Path) -> None:
-    """The server's ``notifications/resources/list_changed`` drops the list from memory only; the
-    manifest on disk keeps it, so the next gateway answers ``resources/list`` from it without
-    starting the server: the resource added in the last session is missing."""
+    """The server's ``notifications/resources/list_changed`` drops the list from the manifest on disk too,
+    not from memory only: kept there, the next gateway would answer ``resources/list`` from it without
+    starting the server, and miss the resource added in the last session."""
     store, cache = tmp_path / "resources.json", tmp_path / "cache"
     store.write_text(json.dumps(["memo://one"]))
     config = config_of(tmp_path, s=lists_server(store))
@@ -102,7 +100,7 @@ async def test_a_manifest_refreshed_past_its_ttl_does_not_restamp_old_lists_as_f
     assert listed == ["memo://one", "memo://two"]
 
 
-# --- regressions: these pass today ----------------------------------------------------------------------
+# --- a fresh list spares the server ---------------------------------------------------------------------
 
 
 @pytest.mark.anyio
