@@ -1,6 +1,6 @@
 """Bounded under abuse: real proxy and serve processes, raw JSON-RPC and raw HTTP drivers, and fake
-upstreams that misbehave on purpose (``servers/hostile_upstream.py``). Every wait here is bounded by
-``anyio.fail_after``; none sleeps for a fixed time."""
+upstreams that misbehave on purpose (``servers/hostile_upstream.py``). Every wait here is bounded, and
+waits on what it waits for: none sleeps for a fixed time."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from lazymcp.limits import DropOldest
 from lazymcp.options import Options
 from lazymcp.router import Router, ToClient, ToServer
 
-from .conftest import SERVERS, free_port, until_listening
+from .conftest import SERVERS, exited, free_port, until, until_listening
 from .wire import (
     INIT,
     INITIALIZED,
@@ -411,9 +411,7 @@ async def test_sessions_past_the_cap_get_503_and_a_failed_sessions_process_is_re
             fourth = await http(port, "POST", init)  # the dead session's place is free again
             fifth = await http(port, "POST", init)  # the idle second session makes room
             stale = await post(port, request(3, "ping"), sessions[1])
-            with anyio.fail_after(10):
-                while len(children(process.pid)) > 2:  # noqa: ASYNC110 (a process table, not an event)
-                    await anyio.sleep(0.05)  # bounded: the processes of ended sessions are reaped
+            await until(lambda: len(children(process.pid)) <= 2, what="the ended sessions' processes reaped")
     assert (first[0], second[0], third[0], fourth[0], fifth[0]) == (200, 200, 503, 200, 200)
     assert b"--max-sessions" in third[2]
     assert died[1] is not None and died[1]["error"]["code"] == -32000
@@ -427,9 +425,7 @@ async def test_a_session_that_failed_on_the_timeout_has_its_upstream_reaped() ->
             session = await open_session(port)
             [upstream] = children(process.pid)
             hung = await post(port, tool_call(2, "hang"), session)
-            with anyio.fail_after(10):
-                while not gone(upstream):  # noqa: ASYNC110 (a process table, not an event)
-                    await anyio.sleep(0.05)  # bounded: the failed session's process is reaped
+            await exited(upstream)  # the failed session's process is ended
             after = await post(port, request(3, "ping"), session)
     assert hung[1] is not None and "did not answer tools/call within 1 s" in hung[1]["error"]["message"]
     assert after[0] == 404  # the failed session is gone
@@ -491,7 +487,7 @@ async def test_serve_on_a_non_loopback_address_accepts_the_hosts_it_is_given() -
     init = json.dumps(request(1, "initialize", INIT)).encode()
     with anyio.fail_after(TIMEOUT):
         async with await anyio.open_process(command, stdout=None) as process:
-            await until_listening(port)
+            await until_listening(port, process)
             allowed = await http(port, "POST", init, host="mcp.example.test")
             refused = await http(port, "POST", init, host="evil.test")
             process.terminate()

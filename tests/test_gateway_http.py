@@ -10,7 +10,6 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 
 import anyio
@@ -38,6 +37,7 @@ from .wire import (
     open_session,
     pid_of,
     post,
+    put_in_flight,
     request,
 )
 
@@ -144,8 +144,7 @@ async def test_the_gateway_over_http_has_the_proxys_bounds_and_takes_2026_client
                 async with anyio.create_task_group() as group:  # the first session busy with a slow call
                     slow = {"name": "everything__trigger-long-running-operation", "arguments": {"duration": 3}}
                     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": slow}
-                    group.start_soon(partial(raw.post, url, json=call, headers=session))
-                    await anyio.sleep(1)
+                    await put_in_flight(group, port, call, {"Mcp-Session-Id": session["mcp-session-id"]}, [])
                     second = await raw.post(url, json=INITIALIZE, headers=JSON)
             async with (
                 Client(streamable_http_client(url), mode="2026-07-28") as one,

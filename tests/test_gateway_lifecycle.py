@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from .conftest import free_port
+from .conftest import exited, free_port, until
 from .wire import (
     PID_SERVER,
     TIMEOUT,
@@ -86,11 +86,15 @@ async def test_a_server_that_dies_fails_alone_and_starts_again_on_a_later_call(t
             died = await client.answer(2)
             await client.send(tool_call(3, "b__echo", text="still here"))
             other = await client.answer(3)
-            again = None
-            while again is None or "error" in again:  # refused within the backoff (1 s), then started again
-                await anyio.sleep(0.3)
+            again: dict[str, Any] = {}
+
+            async def answers_again() -> bool:  # refused within the backoff (1 s), then started again
+                nonlocal again
                 await client.send(tool_call(4, "a__echo", text="back"))
                 again = await client.answer(4)
+                return "error" not in again
+
+            await until(answers_again, within=TIMEOUT / 2, what="server 'a' started again after its backoff")
     assert "error" in died and "'a'" in died["error"]["message"]
     assert "still here" in other["result"]["content"][0]["text"]
     assert "back" in again["result"]["content"][0]["text"]
@@ -105,8 +109,7 @@ async def test_deleting_an_http_session_reaps_its_servers(tmp_path: Path) -> Non
             _, answer = await post(port, request(2, "tools/call", {"name": "p__whoami", "arguments": {}}), session)
             server = int(pid_of(answer))
             deleted, _, _ = await http(port, "DELETE", b"", session)
-            while not gone(server):  # noqa: ASYNC110 (a process table, not an event)
-                await anyio.sleep(0.05)
+            await exited(server)
             after, _ = await post(port, request(3, "tools/list"), session)
             assert process.returncode is None
     assert deleted == 200 and after == 404

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from .conftest import SERVERS
+from .conftest import SERVERS, until
 from .wire import INIT, INITIALIZED, TIMEOUT, Peer, config_of, gateway, request, tool_call
 
 
@@ -89,8 +89,7 @@ async def test_a_manifest_refreshed_past_its_ttl_does_not_restamp_old_lists_as_f
         path.write_text(json.dumps({**old, "fetched": 0.0, "lists": aged}))  # tools and lists past any TTL
         async with gateway(config, cache) as peer:  # the stale manifest's server starts; only tools are used
             await start(peer)
-            while json.loads(path.read_text())["fetched"] == 0.0:  # noqa: ASYNC110 (a file, not an event)
-                await anyio.sleep(0.05)  # bounded by fail_after: the new tool list is being saved
+            await until(lambda: json.loads(path.read_text())["fetched"] != 0.0, what="the new tool list saved")
             await leave(peer)
         async with gateway(config, cache) as peer:
             await start(peer)

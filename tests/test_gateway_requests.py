@@ -5,7 +5,6 @@ servers in ``servers/``; every wait is bounded."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from lazymcp.gateway.core import Gateway
 from lazymcp.link import Link, sdk_serializer
 from lazymcp.options import Options
 
-from .conftest import SERVERS
+from .conftest import SERVERS, until
 from .wire import INIT, INITIALIZED, TIMEOUT, Peer, config_of, gateway, hostile, modern, request, tool_call
 
 
@@ -35,6 +34,27 @@ async def through_answer(peer: Peer, request_id: object) -> list[dict[str, Any]]
 
 ELICITATION = {"elicitation": {}}
 """The capabilities of a client that servers may ask (``elicitation/create``)."""
+
+
+class Outbox:
+    """What a ``Link`` sends its client, as it comes."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._arrived = anyio.Event()
+
+    def __call__(self, line: bytes) -> None:
+        self.messages.append(json.loads(line))
+        self._arrived.set()
+
+    async def answer(self, request_id: object) -> dict[str, Any]:
+        """The answer to ``request_id``, once it has come."""
+        while True:
+            for message in self.messages:
+                if message.get("id") == request_id and "method" not in message:
+                    return message
+            self._arrived = anyio.Event()
+            await self._arrived.wait()
 
 
 # --- ids that cross, and state per request id --------------------------------------------------------
@@ -75,25 +95,17 @@ async def test_a_servers_cancellation_of_its_request_names_the_id_the_client_was
     assert cancelled == asked, f"asked as {asked}, cancelled as {cancelled}"
 
 
-async def _link(**settings: Any) -> tuple[Gateway, Link, list[dict[str, Any]]]:
+async def _link(**settings: Any) -> tuple[Gateway, Link, Outbox]:
     entry = ServerEntry("h", command=tuple(hostile()))
     core = Gateway([entry], Options(mode="eager"), serialize=sdk_serializer, **settings)
-    out: list[dict[str, Any]] = []
-    link = Link(core, lambda line: out.append(json.loads(line)))
+    out = Outbox()
+    link = Link(core, out)
     await link.start()
     return core, link, out
 
 
 def _send(link: Link, message: dict[str, Any]) -> None:
     link.from_client(json.dumps(message).encode(), message)
-
-
-async def _answered(out: list[dict[str, Any]], request_id: object) -> dict[str, Any]:
-    while True:
-        for message in out:
-            if message.get("id") == request_id and "method" not in message:
-                return message
-        await asyncio.sleep(0.02)  # bounded by the caller's fail_after: the server is answering
 
 
 @pytest.mark.anyio
@@ -107,10 +119,10 @@ async def test_server_requests_the_server_cancels_leave_nothing_behind_in_the_ga
             _send(link, request(0, "initialize", {**INIT, "capabilities": ELICITATION}))
             _send(link, INITIALIZED)
             _send(link, request(1, "tools/list"))
-            await _answered(out, 1)
+            await out.answer(1)
             for number in range(2, 42):
                 _send(link, tool_call(number, "h__ask", cancel=True))
-                await _answered(out, number)
+                await out.answer(number)
             left = len(core._asked)  # pyright: ignore[reportPrivateUsage]
         finally:
             await link.close()
@@ -126,12 +138,12 @@ async def test_cancelled_2026_calls_leave_nothing_behind_in_the_gateway() -> Non
         core, link, out = await _link()
         try:
             _send(link, modern(1, "tools/list"))
-            await _answered(out, 1)
+            await out.answer(1)
             for number in range(2, 42):
                 _send(link, modern(number, "tools/call", {"name": "h__hang", "arguments": {}}))
                 _send(link, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": number}})
             _send(link, modern(99, "ping"))
-            await _answered(out, 99)
+            await out.answer(99)
             left = len(core._modern._calls)  # pyright: ignore[reportPrivateUsage]
         finally:
             await link.close()
@@ -171,10 +183,14 @@ async def test_an_answer_to_a_dead_servers_request_does_not_reach_its_successor(
             await peer.send(tool_call(3, "a__die"))
             await peer.answer(3)
             new: dict[str, Any] = {}
-            while new.get("method") != "elicitation/create":  # refused within the backoff, then started again
-                await anyio.sleep(0.3)
+
+            async def asks_again() -> bool:  # refused within the backoff, then started again
+                nonlocal new
                 await peer.send(tool_call(4, "a__ask"))
                 new = await peer.read()
+                return new.get("method") == "elicitation/create"
+
+            await until(asks_again, within=TIMEOUT / 2, what="server 'a' started again after its backoff")
             assert new["id"] != old["id"]
             stale = {"action": "accept", "content": {"who": "the dead process's question"}}
             await peer.send({"jsonrpc": "2.0", "id": old["id"], "result": stale})
