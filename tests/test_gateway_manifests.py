@@ -17,8 +17,12 @@ from .conftest import SERVERS, until
 from .wire import INIT, INITIALIZED, TIMEOUT, Peer, config_of, gateway, request, tool_call
 
 
-def lists_server(store: Path) -> list[str]:
-    return [sys.executable, str(SERVERS / "lists_server.py"), str(store)]
+def one_resource(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A gateway of one ``lists_server.py`` (as ``s``) whose file holds ``memo://one``: that file, the
+    gateway's cache, and its configuration."""
+    store, cache = tmp_path / "resources.json", tmp_path / "cache"
+    store.write_text(json.dumps(["memo://one"]))
+    return store, cache, config_of(tmp_path, s=[sys.executable, str(SERVERS / "lists_server.py"), str(store)])
 
 
 def uris(answer: dict[str, Any]) -> list[str]:
@@ -41,6 +45,16 @@ async def start(peer: Peer) -> None:
     await peer.answer(0)
 
 
+async def resources_listed(config: Path, cache: Path) -> list[str]:
+    """A gateway session that lists the resources, then leaves (with status 0): the URIs listed."""
+    async with gateway(config, cache) as peer:
+        await start(peer)
+        await peer.send(request(1, "resources/list"))
+        listed = uris(await peer.answer(1))
+        assert await leave(peer) == 0
+    return listed
+
+
 # --- a stale list is not served ---------------------------------------------------------------------
 
 
@@ -49,9 +63,7 @@ async def test_a_resource_list_the_server_said_changed_is_not_served_from_the_ma
     """The server's ``notifications/resources/list_changed`` drops the list from the manifest on disk too,
     not from memory only: kept there, the next gateway would answer ``resources/list`` from it without
     starting the server, and miss the resource added in the last session."""
-    store, cache = tmp_path / "resources.json", tmp_path / "cache"
-    store.write_text(json.dumps(["memo://one"]))
-    config = config_of(tmp_path, s=lists_server(store))
+    _, cache, config = one_resource(tmp_path)
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, cache) as peer:
             await start(peer)
@@ -60,11 +72,7 @@ async def test_a_resource_list_the_server_said_changed_is_not_served_from_the_ma
             await peer.send(tool_call(2, "s__add", uri="memo://two"))
             await peer.answer(2)
             assert await leave(peer) == 0
-        async with gateway(config, cache) as peer:
-            await start(peer)
-            await peer.send(request(1, "resources/list"))
-            listed = uris(await peer.answer(1))
-            await leave(peer)
+        listed = await resources_listed(config, cache)
     assert listed == ["memo://one", "memo://two"]
 
 
@@ -73,15 +81,9 @@ async def test_a_manifest_refreshed_past_its_ttl_does_not_restamp_old_lists_as_f
     """A manifest past its TTL starts its server at launch, and the new tool list is saved; lists past
     the TTL must not be saved with it as if fetched again (each list keeps its own fetch time), so the
     next gateway asks the server for them."""
-    store, cache = tmp_path / "resources.json", tmp_path / "cache"
-    store.write_text(json.dumps(["memo://one"]))
-    config = config_of(tmp_path, s=lists_server(store))
+    store, cache, config = one_resource(tmp_path)
     with anyio.fail_after(TIMEOUT):
-        async with gateway(config, cache) as peer:  # no manifest yet: the lists are kept
-            await start(peer)
-            await peer.send(request(1, "resources/list"))
-            await peer.answer(1)
-            assert await leave(peer) == 0
+        await resources_listed(config, cache)  # no manifest yet: the lists are kept
         store.write_text(json.dumps(["memo://one", "memo://two"]))  # changed while no gateway ran
         (path,) = manifests(cache)
         old = json.loads(path.read_text())
@@ -91,11 +93,7 @@ async def test_a_manifest_refreshed_past_its_ttl_does_not_restamp_old_lists_as_f
             await start(peer)
             await until(lambda: json.loads(path.read_text())["fetched"] != 0.0, what="the new tool list saved")
             await leave(peer)
-        async with gateway(config, cache) as peer:
-            await start(peer)
-            await peer.send(request(1, "resources/list"))
-            listed = uris(await peer.answer(1))
-            await leave(peer)
+        listed = await resources_listed(config, cache)
     assert listed == ["memo://one", "memo://two"]
 
 
@@ -106,9 +104,7 @@ async def test_a_manifest_refreshed_past_its_ttl_does_not_restamp_old_lists_as_f
 async def test_lists_in_a_manifest_are_answered_without_starting_the_server(tmp_path: Path) -> None:
     """After one session has listed resources, the next one's start-up listing starts nothing: the
     server's process never runs (its resources file is made unreadable to prove it)."""
-    store, cache = tmp_path / "resources.json", tmp_path / "cache"
-    store.write_text(json.dumps(["memo://one"]))
-    config = config_of(tmp_path, s=lists_server(store))
+    store, cache, config = one_resource(tmp_path)
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, cache) as peer:
             await start(peer)
