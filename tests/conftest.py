@@ -30,6 +30,12 @@ os.environ.setdefault("LAZYMCP_CACHE_DIR", str(ROOT / ".cache" / "embeddings"))
 EXT_ID = "io.lazymcp/lazy-tools"
 """The extension's identifier, as the spec writes it (the tests check the package's against this one)."""
 
+META_TOOL = "describe_tools"
+SEARCH_TOOL = "search_tools"
+"""The meta-tools listed ahead of a stock client's stubs in the default describe mode."""
+DEFAULT_SETTINGS = {"describeBatchMax": 100, "summaryMaxChars": 80, "stockDefault": "lazy", "pageSize": None}
+"""The extension's settings a server advertises when none is set."""
+
 ERAS = ("legacy", "2026-07-28")
 """Client modes: the 2025-11-25 handshake era and the 2026-07-28 modern era."""
 

@@ -30,10 +30,20 @@ from lazymcp.sample import sample_tools
 from lazymcp.sdk import LazyTools
 from lazymcp.serve import build_server, load_tools
 
-from .conftest import CATALOGS, ERAS, EXT_ID, SMALL_TOOLS, free_port, lazy_http_server, shared_catalog, until_listening
+from .conftest import (
+    CATALOGS,
+    DEFAULT_SETTINGS,
+    ERAS,
+    EXT_ID,
+    META_TOOL,
+    SEARCH_TOOL,
+    SMALL_TOOLS,
+    free_port,
+    lazy_http_server,
+    shared_catalog,
+    until_listening,
+)
 
-META_TOOL = "describe_tools"
-SEARCH_TOOL = "search_tools"
 STOCK_META_TOOLS = [META_TOOL, SEARCH_TOOL]
 """The meta-tools ahead of a stock client's stubs in the default describe mode, in the order listed."""
 INVALID_PARAMS = -32602
@@ -47,8 +57,6 @@ STOP_TIMEOUT = 10.0
 
 TRANSPORTS = ("stdio", "http", "http-stateless")
 """stdio: the CLI as a subprocess; http / http-stateless: ``serve_http`` in the test's task group."""
-
-DEFAULT_SETTINGS = {"describeBatchMax": 100, "summaryMaxChars": 80, "stockDefault": "lazy", "pageSize": None}
 
 BARE_STUBS = [
     {"name": "issues_create", "description": "Create an issue in a project."},

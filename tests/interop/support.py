@@ -47,6 +47,11 @@ STOP_TIMEOUT = 30.0
 """Bound on a server's clean exit after SIGTERM; then its whole process group is killed."""
 
 
+def ts_sdk_package() -> Path:
+    """The TypeScript SDK's package directory, installed from the npm registry on first use."""
+    return npm_packages(CACHE / "npm-interop-ts", [TS_SDK]) / TS_SDK[0]
+
+
 def node() -> str:
     """The ``node`` on PATH (Node 20 in CI)."""
     found = shutil.which("node")
