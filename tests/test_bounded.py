@@ -22,7 +22,7 @@ from lazymcp.options import Options
 from lazymcp.router import Router, ToClient, ToServer
 
 from .conftest import SERVERS, exited, free_port, until, until_listening
-from .wire import (
+from .raw import (
     INIT,
     INITIALIZED,
     MODERN_HEADERS,

@@ -27,7 +27,7 @@ from lazymcp.client import LazyClient, raw_request
 from lazymcp.errors import ErrorCode
 
 from .conftest import NPM_CACHE, ROOT, npm_install
-from .wire import hostile
+from .raw import hostile
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 

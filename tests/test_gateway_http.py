@@ -21,8 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from lazymcp.cli import main
 
 from .conftest import free_port, initialize_request
-from .servers.issuer import CLIENT_ID, CLIENT_SECRET, running_issuer
-from .wire import (
+from .raw import (
     INIT,
     MODERN_HEADERS,
     PID_SERVER,
@@ -40,6 +39,7 @@ from .wire import (
     put_in_flight,
     request,
 )
+from .servers.issuer import CLIENT_ID, CLIENT_SECRET, running_issuer
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from .conftest import exited, free_port, until
-from .wire import (
+from .raw import (
     PID_SERVER,
     TIMEOUT,
     Peer,

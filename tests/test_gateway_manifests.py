@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from .conftest import SERVERS, until
-from .wire import INIT, INITIALIZED, TIMEOUT, Peer, config_of, gateway, request, tool_call
+from .raw import INIT, INITIALIZED, TIMEOUT, Peer, config_of, gateway, request, tool_call
 
 
 def one_resource(tmp_path: Path) -> tuple[Path, Path, Path]:

@@ -19,7 +19,7 @@ from lazymcp.link import Link, sdk_serializer
 from lazymcp.options import Options
 
 from .conftest import SERVERS, until
-from .wire import INIT, INITIALIZED, TIMEOUT, Peer, config_of, gateway, hostile, modern, request, tool_call
+from .raw import INIT, INITIALIZED, TIMEOUT, Peer, config_of, gateway, hostile, modern, request, tool_call
 
 
 async def through_answer(peer: Peer, request_id: object) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .conftest import free_port, until_listening
-from .wire import INIT, children, config_of, gateway, hostile, http, http_proxy, request
+from .raw import INIT, children, config_of, gateway, hostile, http, http_proxy, request
 
 LAZYMCP = [sys.executable, "-m", "lazymcp"]
 ANSWER_WITHIN = 10.0

@@ -21,7 +21,7 @@ from lazymcp.router import Fail, Router, ToClient, ToServer
 from lazymcp.serve import build_server
 
 from .conftest import ERAS, SERVERS, lazy_http_server, payload, tool
-from .wire import MODERN, line
+from .raw import MODERN, line
 
 TIMEOUT = 30
 SURFACE = ["list_tool_categories", "search_tools", "describe_tools", "invoke_tool"]

@@ -16,7 +16,7 @@ from lazymcp import EXT_ID, LazyClient
 from lazymcp.router import Fail, Router, ToClient, ToServer
 
 from .conftest import ERAS, SERVERS, SMALL_TOOLS, free_port
-from .wire import MODERN, PID_SERVER, line, listening, mcp_url, peer, proxy, request, tool_call
+from .raw import MODERN, PID_SERVER, line, listening, mcp_url, peer, proxy, request, tool_call
 
 TIMEOUT = 20
 
