@@ -1,25 +1,40 @@
-"""Shared test fixtures: real catalogs, small tool sets, and servers built the way users build them."""
+"""Shared test fixtures: real catalogs, small tool sets, servers built the way users build them, and the
+waits every test uses (on an event, or on a condition with a deadline)."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp.client.stdio  # noqa: F401  # its errlog default binds sys.stderr at import: the real one, not a test's capture
 import pytest
+from anyio.abc import Process
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LAZYMCP_SHARED", ROOT.parent / "shared"))
 CATALOGS = SHARED / "catalogs"
 SPEC = ROOT / "spec"
+SERVERS = ROOT / "tests" / "servers"
+"""The small MCP servers the tests run as processes."""
 
 # Tool embeddings (the semantic extra) are cached inside the checkout, not in the user's cache directory;
 # servers the tests start inherit the setting.
 os.environ.setdefault("LAZYMCP_CACHE_DIR", str(ROOT / ".cache" / "embeddings"))
+
+EXT_ID = "io.lazymcp/lazy-tools"
+"""The extension's identifier, as the spec writes it (the tests check the package's against this one)."""
+
+META_TOOL = "describe_tools"
+SEARCH_TOOL = "search_tools"
+"""The meta-tools listed ahead of a stock client's stubs in the default describe mode."""
+DEFAULT_SETTINGS = {"describeBatchMax": 100, "summaryMaxChars": 80, "stockDefault": "lazy", "pageSize": None}
+"""The extension's settings a server advertises when none is set."""
 
 ERAS = ("legacy", "2026-07-28")
 """Client modes: the 2025-11-25 handshake era and the 2026-07-28 modern era."""
@@ -36,35 +51,156 @@ def initialize_request(client: str = "t", request_id: int = 1) -> dict[str, Any]
     return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}
 
 
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    """Every async test runs on asyncio, the loop the SDK and lazymcp run on."""
+    return "asyncio"
+
+
+# --- waits: on an event where there is one, else on a condition with a deadline ----------------------
+
+CHECK_EVERY = 0.02
+"""Seconds between two checks of an ``until`` condition."""
+
+
+async def until(condition: Callable[[], bool | Awaitable[bool]], *, within: float = 10.0, what: str) -> None:
+    """Return once ``condition()`` (a bool, or an awaitable of one) holds; fail the test, naming ``what``,
+    when it has not within ``within`` seconds.
+
+    For facts that nothing announces: a process table, a file's content, a port that accepts
+    connections, a server out of its backoff. It checks again every ``CHECK_EVERY`` seconds: the one
+    place in the tests that waits on an interval. Wherever an event tells of the fact (a line read, an
+    answer, a process's exit: see ``exited``), wait on the event instead."""
+    with anyio.move_on_after(within):
+        while True:
+            held = condition()
+            if inspect.isawaitable(held):
+                held = await held
+            if held:
+                return
+            await anyio.sleep(CHECK_EVERY)
+    pytest.fail(f"{what}: not within {within:g} s")
+
+
+async def exited(pid: int, *, within: float = 10.0) -> None:
+    """Return once process ``pid`` has exited (a zombie counts: its parent may reap it later); fail the
+    test when it has not within ``within`` seconds. Waits on the process's pidfd, readable from its exit."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return  # exited and reaped already
+    try:
+        with anyio.move_on_after(within):
+            await anyio.wait_readable(pidfd)
+            return
+    finally:
+        os.close(pidfd)
+    pytest.fail(f"process {pid} was still running {within:g} s on")
+
+
+async def accepts(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port`` now."""
+    try:
+        await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+    except OSError:
+        return False
+    return True
+
+
+async def until_listening(port: int, process: Process | None = None, *, within: float = 30.0) -> None:
+    """Return once something accepts connections on 127.0.0.1:``port``; the test fails at once if
+    ``process`` (the server) exits first, and when nothing listens within ``within`` seconds."""
+
+    async def ready() -> bool:
+        if process is not None and process.returncode is not None:
+            pytest.fail(f"the server exited with status {process.returncode} before listening on port {port}")
+        return await accepts(port)
+
+    await until(ready, within=within, what=f"a server listening on port {port}")
+
+
 @asynccontextmanager
 async def serving(app: Any, port: int, within: float = 30) -> AsyncGenerator[str]:
     """``app`` (ASGI) served by uvicorn on 127.0.0.1:``port``, up within ``within`` seconds; yields the URL
     of its ``/mcp``."""
-    import anyio
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    started = anyio.Event()
+
+    class Announcing(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            started.set()
+
+    server = Announcing(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+
+    async def serve() -> None:
+        try:
+            await server.serve()
+        finally:
+            started.set()  # a server that could not start ends here
+
     async with anyio.create_task_group() as group:
-        group.start_soon(server.serve)
+        group.start_soon(serve)
         with anyio.fail_after(within):
-            while not server.started:  # noqa: ASYNC110  # uvicorn exposes a flag, not an event
-                await anyio.sleep(0.02)  # bounded by fail_after: uvicorn is binding
+            await started.wait()
+        if not server.started:
+            pytest.fail(f"uvicorn did not start on port {port}")
         try:
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
             server.should_exit = True
 
 
-async def until_listening(port: int) -> None:
-    """Return once something accepts connections on 127.0.0.1:``port`` (bound by the caller's timeout)."""
-    import anyio
+@asynccontextmanager
+async def lazy_http_server(lazy: Any, *, stateless: bool, within: float = 15.0) -> AsyncGenerator[str]:
+    """``lazymcp.serve.serve_http(lazy, ...)`` (``lazy``: a ``LazyTools``) in this task group, up within
+    ``within`` seconds; yields the ``/mcp`` URL.
 
-    while True:
+    ``serve_http`` keeps its ``uvicorn.Server`` to itself, so the class is swapped for a subclass that
+    records its instance: the server is then stopped with ``should_exit`` (a clean shutdown; a cancel
+    would skip uvicorn's and the session manager's teardown and leak the listening socket), and its
+    ``startup`` is what tells that it listens.
+    """
+    from unittest import mock
+
+    import uvicorn
+
+    from lazymcp.serve import serve_http
+
+    port = free_port()
+    servers: list[uvicorn.Server] = []
+    started, stopped = anyio.Event(), anyio.Event()
+
+    class RecordedServer(uvicorn.Server):
+        def __init__(self, config: uvicorn.Config) -> None:
+            super().__init__(config)
+            servers.append(self)
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            started.set()
+
+    async def run() -> None:
         try:
-            await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
-            return
-        except OSError:
-            await anyio.sleep(0.05)  # the server is starting
+            await serve_http(lazy, "127.0.0.1", port, stateless=stateless)
+        finally:
+            started.set()  # a server that could not start ends here
+            stopped.set()
+
+    with mock.patch.object(uvicorn, "Server", RecordedServer):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            try:
+                with anyio.fail_after(within):
+                    await started.wait()
+                assert servers and servers[0].started, f"uvicorn did not start on port {port}"
+                yield f"http://127.0.0.1:{port}/mcp"
+            finally:
+                for server in servers:
+                    server.should_exit = True
+                with anyio.fail_after(10):
+                    await stopped.wait()
 
 
 def free_port() -> int:
@@ -128,9 +264,74 @@ SMALL_TOOLS: list[dict[str, Any]] = [
 ]
 
 
+def tool(name: str, description: str = "", *, args: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    """A tool definition. Its input schema is an object: of the ``args`` given (name: JSON type, each
+    required), or open when none are; ``extra`` members are set on top (``inputSchema``, ``_meta``...)."""
+    schema: dict[str, Any] = {"type": "object"}
+    if args is not None:
+        schema |= {"properties": {key: {"type": kind} for key, kind in args.items()}, "required": list(args)}
+    return {"name": name, "description": description, "inputSchema": schema, **extra}
+
+
+def payload(result: Any) -> dict[str, Any]:
+    """The JSON a tool answered with in its one text block: of a ``CallToolResult``, or of a raw result."""
+    import mcp_types as types
+
+    if isinstance(result, types.CallToolResult):
+        block = result.content[0]
+        assert isinstance(block, types.TextContent)
+        return json.loads(block.text)
+    return json.loads(result["content"][0]["text"])
+
+
 @pytest.fixture
 def small_tools() -> list[dict[str, Any]]:
     return json.loads(json.dumps(SMALL_TOOLS))
+
+
+# --- servers built the way users build them ----------------------------------------------------------
+
+CALLS: list[tuple[str, dict[str, Any]]] = []
+"""The calls ``build_plain``'s tools ran, in order (a test that reads it clears it first)."""
+
+
+def build_plain(**kwargs: Any) -> Any:
+    """The same SDK server (an ``MCPServer``) every SDK test builds: with lazify() on top it is the lazy one.
+    Its tools note their calls in ``CALLS``."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("demo", version="1.0", log_level="WARNING", **kwargs)
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers. Returns their sum as an integer, which is handy for arithmetic."""
+        CALLS.append(("add", {"a": a, "b": b}))
+        return a + b
+
+    @server.tool(title="Echo")
+    def echo(text: str, times: int = 1) -> str:
+        """Echo the text back, repeated.
+
+        Long explanation that a lazy listing leaves out.
+        """
+        CALLS.append(("echo", {"text": text}))
+        return text * times
+
+    @server.tool()
+    def forecast(city: str, days: int = 3) -> dict[str, Any]:
+        """Weather forecast for a city, e.g. Paris. Up to 10 days ahead."""
+        return {"city": city, "days": days}
+
+    return server
+
+
+def build_lazy(**settings: Any) -> Any:
+    """``build_plain()`` lazified with ``settings``."""
+    from lazymcp import lazify
+
+    server = build_plain()
+    lazify(server, **settings)
+    return server
 
 
 EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything@2026.8.31"

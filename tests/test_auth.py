@@ -32,11 +32,6 @@ pytestmark = pytest.mark.anyio
 SECRETS = {"LAZYMCP_OAUTH_CLIENT_ID": CLIENT_ID, "LAZYMCP_OAUTH_CLIENT_SECRET": CLIENT_SECRET}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @asynccontextmanager
 async def guarded(access: Access, port: int) -> AsyncGenerator[str]:
     """A front on 127.0.0.1:``port``: ``/mcp`` answers whoever ``access`` lets in, with who they are."""

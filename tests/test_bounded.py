@@ -1,6 +1,6 @@
 """Bounded under abuse: real proxy and serve processes, raw JSON-RPC and raw HTTP drivers, and fake
-upstreams that misbehave on purpose (``servers/hostile_upstream.py``). Every wait here is bounded by
-``anyio.fail_after``; none sleeps for a fixed time."""
+upstreams that misbehave on purpose (``servers/hostile_upstream.py``). Every wait here is bounded, and
+waits on what it waits for: none sleeps for a fixed time."""
 
 from __future__ import annotations
 
@@ -9,14 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from lazymcp.core.actions import ToClient, ToServer
@@ -24,83 +22,29 @@ from lazymcp.core.proxy import Proxy
 from lazymcp.limits import DropOldest
 from lazymcp.options import Options
 
-from .conftest import free_port, until_listening
+from .conftest import SERVERS, exited, free_port, until, until_listening
 from .cores import UPSTREAM, proxy_core, wire
-
-SERVERS = Path(__file__).with_name("servers")
-TIMEOUT = 30
-PROXY = [sys.executable, "-m", "lazymcp", "proxy"]
-INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "peer", "version": "1"}}
-MODERN = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "peer", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-
-
-def hostile(kind: str = "plain") -> list[str]:
-    return [sys.executable, str(SERVERS / "hostile_upstream.py"), kind]
-
-
-def frame(message: dict[str, Any]) -> bytes:
-    return json.dumps(message).encode() + b"\n"
-
-
-def request(request_id: object, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
-
-
-def tool_call(request_id: object, name: str, **arguments: Any) -> dict[str, Any]:
-    return request(request_id, "tools/call", {"name": name, "arguments": arguments})
-
-
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-
-class Peer:
-    """A raw JSON-RPC client on a process's pipes."""
-
-    def __init__(self, process: Process) -> None:
-        assert process.stdout is not None and process.stdin is not None
-        self.process = process
-        self.out = BufferedByteReceiveStream(process.stdout)
-
-    async def send(self, *messages: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.send(b"".join(frame(message) for message in messages))
-
-    async def read(self) -> dict[str, Any]:
-        return json.loads(await self.out.receive_until(b"\n", 1 << 26))
-
-    async def answer(self, request_id: object) -> dict[str, Any]:
-        """The answer to ``request_id`` (what comes before it is skipped)."""
-        while True:
-            message = await self.read()
-            if message.get("id") == request_id and "method" not in message:
-                return message
-
-    async def handshake(self) -> None:
-        await self.send(request(0, "initialize", INIT))
-        assert "result" in await self.answer(0)
-        await self.send(INITIALIZED)
-
-    async def stderr(self) -> str:
-        assert self.process.stderr is not None
-        return b"".join([chunk async for chunk in self.process.stderr]).decode()
-
-
-@asynccontextmanager
-async def peer(command: Sequence[str]) -> AsyncIterator[Peer]:
-    async with await anyio.open_process(list(command)) as process:
-        try:
-            yield Peer(process)
-        finally:
-            if process.returncode is None:
-                process.kill()
-
-
-def proxy(*upstream: str, flags: Sequence[str] = ()) -> list[str]:
-    return [*PROXY, *flags, "--", *upstream]
+from .raw import (
+    INIT,
+    INITIALIZED,
+    MODERN_HEADERS,
+    PROXY,
+    TIMEOUT,
+    children,
+    frame,
+    gone,
+    hostile,
+    http,
+    http_proxy,
+    modern_call,
+    open_session,
+    peer,
+    post,
+    proxy,
+    put_in_flight,
+    request,
+    tool_call,
+)
 
 
 def rss_kib(pid: int) -> int:
@@ -108,19 +52,6 @@ def rss_kib(pid: int) -> int:
         if row.startswith("VmRSS:"):
             return int(row.split()[1])
     return 0
-
-
-def gone(pid: int) -> bool:
-    """The process has exited (it may linger as a zombie until its parent reaps it)."""
-    stat = Path(f"/proc/{pid}/stat")
-    return not stat.exists() or stat.read_text().rpartition(")")[2].split()[0] == "Z"
-
-
-def children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(child) for child in (task / "children").read_text().split()]
-    return found
 
 
 # --- every wait has an end --------------------------------------------------------------------------
@@ -339,38 +270,6 @@ def test_drop_oldest_keeps_the_newest_and_reports_the_first_drop_once() -> None:
 # --- HTTP: sealed sessions, bounded requests, sessions and processes, addresses ---------------------
 
 
-async def http(
-    port: int,
-    method: str,
-    body: bytes = b"",
-    headers: dict[str, str] | None = None,
-    *,
-    host: str = "127.0.0.1",
-    sent: anyio.Event | None = None,
-) -> tuple[int, dict[str, str], bytes]:
-    """One raw HTTP/1.1 exchange on a fresh connection: status, headers, body (``sent`` is set once the
-    request is written)."""
-    fields = {"Host": f"{host}:{port}", "Content-Type": "application/json", "Connection": "close"}
-    fields |= {"Accept": "application/json, text/event-stream", "Content-Length": str(len(body))}
-    fields |= headers or {}
-    head = f"{method} /mcp HTTP/1.1\r\n" + "".join(f"{key}: {value}\r\n" for key, value in fields.items()) + "\r\n"
-    async with await anyio.connect_tcp("127.0.0.1", port) as stream:
-        await stream.send(head.encode() + body)
-        if sent is not None:
-            sent.set()
-        chunks = []
-        try:
-            while True:
-                chunks.append(await stream.receive())
-        except (anyio.EndOfStream, anyio.BrokenResourceError):
-            pass
-    raw = b"".join(chunks)
-    top, _, content = raw.partition(b"\r\n\r\n")
-    status_line, *rows = top.decode().split("\r\n")
-    parsed = {key.lower(): value.strip() for key, _, value in (row.partition(":") for row in rows)}
-    return int(status_line.split()[1]), parsed, content
-
-
 async def http_chunked(port: int, body: bytes) -> int:
     """POST ``body`` with chunked transfer encoding (no Content-Length to refuse it by); the status."""
     head = f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
@@ -386,63 +285,6 @@ async def http_chunked(port: int, body: bytes) -> int:
             pass  # refused mid-body: the answer is already on its way
         reply = await stream.receive()
     return int(reply.split(b" ", 2)[1])
-
-
-async def post(
-    port: int, message: object, headers: dict[str, str] | None = None, *, sent: anyio.Event | None = None
-) -> tuple[int, dict[str, Any] | None]:
-    status, _, content = await http(port, "POST", json.dumps(message).encode(), headers, sent=sent)
-    try:
-        return status, json.loads(content)
-    except ValueError:
-        return status, None
-
-
-async def open_session(port: int) -> dict[str, str]:
-    """A 2025-11-25 session on the HTTP proxy, initialized: the headers that name it."""
-    _, headers, _ = await http(port, "POST", json.dumps(request(1, "initialize", INIT)).encode())
-    session = {"Mcp-Session-Id": headers["mcp-session-id"]}
-    await post(port, INITIALIZED, session)
-    return session
-
-
-async def put_in_flight(group: Any, port: int, message: object, session: dict[str, str], outcome: list[Any]) -> None:
-    """POST ``message`` in the background (its answer goes to ``outcome``); returns once the proxy has it:
-    its bytes are written before a ping's connection opens, and the ping is answered."""
-    sent = anyio.Event()
-
-    async def run() -> None:
-        outcome.append(await post(port, message, session, sent=sent))
-
-    group.start_soon(run)
-    await sent.wait()
-    await post(port, request(99, "ping"), session)
-
-
-@asynccontextmanager
-async def http_proxy(
-    *upstream: str, flags: Sequence[str] = (), bind: str = "127.0.0.1"
-) -> AsyncIterator[tuple[int, Process]]:
-    port = free_port()
-    command = [*PROXY, "--http", f"{bind}:{port}", *flags, "--", *upstream]
-    async with await anyio.open_process(command, stdout=None) as process:
-        try:
-            with anyio.fail_after(TIMEOUT):
-                await until_listening(port)
-            yield port, process
-        finally:
-            if process.returncode is None:
-                process.terminate()
-                with anyio.fail_after(10):
-                    await process.wait()
-
-
-def modern_call(request_id: object, name: str, token: object = None, **arguments: Any) -> dict[str, Any]:
-    meta = {**MODERN, **({"progressToken": token} if token is not None else {})}
-    return request(request_id, "tools/call", {"name": name, "arguments": arguments, "_meta": meta})
-
-
-MODERN_HEADERS = {"MCP-Protocol-Version": "2026-07-28"}
 
 
 @pytest.mark.anyio
@@ -573,9 +415,7 @@ async def test_sessions_past_the_cap_get_503_and_a_failed_sessions_process_is_re
             fourth = await http(port, "POST", init)  # the dead session's place is free again
             fifth = await http(port, "POST", init)  # the idle second session makes room
             stale = await post(port, request(3, "ping"), sessions[1])
-            with anyio.fail_after(10):
-                while len(children(process.pid)) > 2:  # noqa: ASYNC110 (a process table, not an event)
-                    await anyio.sleep(0.05)  # bounded: the processes of ended sessions are reaped
+            await until(lambda: len(children(process.pid)) <= 2, what="the ended sessions' processes reaped")
     assert (first[0], second[0], third[0], fourth[0], fifth[0]) == (200, 200, 503, 200, 200)
     assert b"--max-sessions" in third[2]
     assert died[1] is not None and died[1]["error"]["code"] == -32000
@@ -589,9 +429,7 @@ async def test_a_session_that_failed_on_the_timeout_has_its_upstream_reaped() ->
             session = await open_session(port)
             [upstream] = children(process.pid)
             hung = await post(port, tool_call(2, "hang"), session)
-            with anyio.fail_after(10):
-                while not gone(upstream):  # noqa: ASYNC110 (a process table, not an event)
-                    await anyio.sleep(0.05)  # bounded: the failed session's process is reaped
+            await exited(upstream)  # the failed session's process is ended
             after = await post(port, request(3, "ping"), session)
     assert hung[1] is not None and "did not answer tools/call within 1 s" in hung[1]["error"]["message"]
     assert after[0] == 404  # the failed session is gone
@@ -653,7 +491,7 @@ async def test_serve_on_a_non_loopback_address_accepts_the_hosts_it_is_given() -
     init = json.dumps(request(1, "initialize", INIT)).encode()
     with anyio.fail_after(TIMEOUT):
         async with await anyio.open_process(command, stdout=None) as process:
-            await until_listening(port)
+            await until_listening(port, process)
             allowed = await http(port, "POST", init, host="mcp.example.test")
             refused = await http(port, "POST", init, host="evil.test")
             process.terminate()

@@ -11,7 +11,7 @@ from mcp.shared.exceptions import MCPError
 
 from lazymcp import LazyClient
 
-from .conftest import ERAS
+from .conftest import ERAS, build_lazy
 
 pytestmark = pytest.mark.anyio
 
@@ -41,8 +41,6 @@ async def test_client_makes_stubs_itself_for_a_server_without_the_extension(mode
 @pytest.mark.parametrize("mode", ERAS)
 async def test_client_calls_a_tool_known_only_from_its_stub(mode: str) -> None:
     from mcp.client._memory import InMemoryTransport
-
-    from .test_sdk import build_lazy
 
     async with LazyClient(InMemoryTransport(build_lazy()), mode=mode) as client:
         assert client.server_supports_lazy

@@ -38,7 +38,7 @@ from mcp import Client
 
 from lazymcp.client import raw_request
 
-from .conftest import free_port, initialize_request
+from .conftest import EXT_ID, free_port, initialize_request
 from .interop.conformance_server import JSON_SCHEMA_TOOL_INPUT
 from .interop.support import (
     CACHE,
@@ -57,7 +57,6 @@ from .interop.support import (
 # 31 and closes none), which is most of this module's run time.
 pytestmark = pytest.mark.timeout(400)
 
-EXT_ID = "io.lazymcp/lazy-tools"
 FIXTURE = INTEROP / "conformance_server.py"
 SUITE_TIMEOUT = 240.0
 """Bound on one run of the conformance CLI (the proxy's active suite takes about a minute)."""

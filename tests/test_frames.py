@@ -33,11 +33,6 @@ MODERN = {
 }
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # the driver runs on asyncio's protocol callbacks
-
-
 def test_a_frame_read_is_written_as_the_bytes_that_came() -> None:
     line = b'{"jsonrpc": "2.0",  "id": 1, "method": "ping"}'
     frame = Frame.read(line)

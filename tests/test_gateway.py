@@ -27,6 +27,7 @@ from lazymcp.client import LazyClient, raw_request
 from lazymcp.errors import ErrorCode
 
 from .conftest import NPM_CACHE, ROOT, npm_install
+from .raw import hostile
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -35,11 +36,6 @@ PYPI_PACKAGES = ("mcp-server-time==2026.10.19", "mcp-server-git==2026.10.19")
 PY_SERVERS = Path(os.environ.get("LAZYMCP_PY_SERVERS_DIR", ROOT / ".cache" / "py-servers"))
 TIMEOUT = 60.0
 """Bound on one test's conversation, with up to five servers starting on a loaded machine."""
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="session")
@@ -308,12 +304,18 @@ async def test_a_2026_client_lists_calls_and_reads_across_servers(config: Path, 
 async def test_a_server_that_stops_reading_holds_the_client_only_until_it_fails(tmp_path: Path) -> None:
     """The gateway stops reading its client while a server's input is full; once that server fails
     (here: past --timeout), the others are reached again."""
-    hostile = [sys.executable, str(ROOT / "tests" / "servers" / "hostile_upstream.py"), "plain"]
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"deaf": entry(hostile), "fine": entry(hostile)}}))
+    config.write_text(json.dumps({"mcpServers": {"deaf": entry(hostile()), "fine": entry(hostile())}}))
     failures: list[str] = []
+    deaf = anyio.Event()
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        if params.data == "deaf from now on":
+            deaf.set()
+
+    params = gateway(config, tmp_path / "cache", "--timeout", "3", "--mode", "eager")
     with anyio.fail_after(TIMEOUT):
-        async with Client(gateway(config, tmp_path / "cache", "--timeout", "3", "--mode", "eager")) as client:
+        async with Client(params, logging_callback=on_log) as client:
 
             async def fill(number: int) -> None:
                 try:
@@ -326,8 +328,8 @@ async def test_a_server_that_stops_reading_holds_the_client_only_until_it_fails(
                     await client.call_tool("deaf__deaf", {})
 
             async with anyio.create_task_group() as group:
-                group.start_soon(deafen)  # the server stops reading: what follows fills its input
-                await anyio.sleep(0.5)
+                group.start_soon(deafen)
+                await deaf.wait()  # the server has stopped reading: what follows fills its input
                 for number in range(8):
                     group.start_soon(fill, number)
             echoed = await client.call_tool("fine__echo", {"text": "still here"})

@@ -13,8 +13,7 @@ from mcp import Client
 
 from lazymcp import LazyClient
 
-from .conftest import ERAS, free_port, serving
-from .test_sdk import build_lazy
+from .conftest import ERAS, build_lazy, free_port, serving
 
 pytestmark = pytest.mark.anyio
 

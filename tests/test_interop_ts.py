@@ -34,13 +34,9 @@ from mcp import Client, StdioServerParameters
 from lazymcp.client import raw_request
 from lazymcp.sample import sample_tools
 
-from .conftest import STOCK_STUB_KEYS, free_port
-from .interop.support import CACHE, HOST, INTEROP, TS_SDK, lazymcp, node, npm_packages, serving
+from .conftest import DEFAULT_SETTINGS, META_TOOL, SEARCH_TOOL, STOCK_STUB_KEYS, free_port
+from .interop.support import HOST, INTEROP, lazymcp, node, serving, ts_sdk_package
 
-EXT_ID = "io.lazymcp/lazy-tools"
-META_TOOL = "describe_tools"
-SEARCH_TOOL = "search_tools"
-DEFAULT_SETTINGS = {"describeBatchMax": 100, "summaryMaxChars": 80, "stockDefault": "lazy", "pageSize": None}
 SCRIPT_TIMEOUT = 60.0
 """Bound on one run of the script (it bounds itself at 40 s, and each request at 15 s)."""
 
@@ -51,7 +47,7 @@ TRANSPORTS = ("stdio", "http")
 
 @pytest.fixture(scope="module")
 def ts_sdk() -> Path:
-    return npm_packages(CACHE / "npm-interop-ts", [TS_SDK]) / TS_SDK[0]
+    return ts_sdk_package()
 
 
 def run_ts(sdk: Path, target: dict[str, Any], case: dict[str, Any], *, declare: bool) -> dict[str, Any]:

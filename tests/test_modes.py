@@ -15,14 +15,14 @@ from mcp.server.mcpserver import MCPServer
 from lazymcp import LazyClient, lazify
 from lazymcp.catalog import Catalog
 from lazymcp.errors import CatalogError
-from lazymcp.messages import MODES, Tool
+from lazymcp.messages import MODES
 from lazymcp.metacalls import HANDLERS
 from lazymcp.metatools import BY_NAME, REGISTRY
 from lazymcp.methods import Answer, Run
 from lazymcp.modes import DynamicSession as Session
 from lazymcp.options import Options
 
-from .conftest import ERAS
+from .conftest import ERAS, payload, tool
 from .handlers import call_tool, list_tools
 
 pytestmark = pytest.mark.anyio
@@ -32,17 +32,12 @@ CALLS: list[str] = []
 SURFACE = ["list_tool_categories", "search_tools", "describe_tools", "invoke_tool"]
 
 
-def tool(name: str, description: str, **properties: str) -> Tool:
-    schema = {"type": "object", "properties": {key: {"type": kind} for key, kind in properties.items()}}
-    return {"name": name, "description": description, "inputSchema": {**schema, "required": list(properties)}}
-
-
 TOOLS = [
-    tool("add", "Add two integers. Returns the sum.", a="integer", b="integer"),
-    tool("weather_forecast", "Weather forecast for a city, days ahead.", city="string"),
-    tool("weather_alerts", "Severe weather alerts for a region.", region="string"),
-    tool("notes_add", "Add a note with a title.", title="string"),
-    tool("notes_find", "Find notes by a word in their title.", word="string"),
+    tool("add", "Add two integers. Returns the sum.", args={"a": "integer", "b": "integer"}),
+    tool("weather_forecast", "Weather forecast for a city, days ahead.", args={"city": "string"}),
+    tool("weather_alerts", "Severe weather alerts for a region.", args={"region": "string"}),
+    tool("notes_add", "Add a note with a title.", args={"title": "string"}),
+    tool("notes_find", "Find notes by a word in their title.", args={"word": "string"}),
 ]
 NAMES = [t["name"] for t in TOOLS]
 
@@ -53,15 +48,6 @@ def catalog(**settings: Any) -> Catalog:
 
 def names(result: dict[str, Any]) -> list[str]:
     return [entry["name"] for entry in result["tools"]]
-
-
-def payload(result: dict[str, Any] | types.CallToolResult) -> dict[str, Any]:
-    """The JSON a meta-tool answers with (one text block)."""
-    if isinstance(result, types.CallToolResult):
-        block = result.content[0]
-        assert isinstance(block, types.TextContent)
-        return json.loads(block.text)
-    return json.loads(result["content"][0]["text"])
 
 
 def answered(outcome: Answer | Run | None) -> dict[str, Any]:
@@ -137,7 +123,7 @@ def test_eager_mode_lists_the_full_tools_after_only_the_meta_tools_asked_for() -
 @pytest.mark.requirement("LT-23")
 def test_proxy_mode_lists_the_same_four_meta_tools_whatever_the_catalog_holds() -> None:
     small = Catalog.build(TOOLS[:1], Options(mode="proxy"))
-    large = Catalog.build([*TOOLS, tool("zeta_tool", "Something else.")], Options(mode="proxy"))
+    large = Catalog.build([*TOOLS, tool("zeta_tool", "Something else.", args={})], Options(mode="proxy"))
     first, second = (list_tools(c, {}, declared=False, session=None) for c in (small, large))
     assert names(first) == SURFACE
     assert json.dumps(first) == json.dumps(second)
@@ -212,7 +198,7 @@ def test_search_tools_filters_by_category_and_suggests_for_an_unknown_one() -> N
 
 @pytest.mark.requirement("LT-26")
 def test_search_tools_finds_a_non_english_description() -> None:
-    tools = [*TOOLS, tool("meteo_prevision", "Prévisions météo détaillées pour une ville française.")]
+    tools = [*TOOLS, tool("meteo_prevision", "Prévisions météo détaillées pour une ville française.", args={})]
     found = call_tool(Catalog.build(tools), {"name": "search_tools", "arguments": {"query": "météo"}}, session=None)
     assert payload(answered(found))["tools"][0]["name"] == "meteo_prevision"
 
@@ -344,7 +330,7 @@ def test_search_does_not_enable_again_what_the_session_disabled() -> None:
 
 @pytest.mark.requirement("LT-29")
 def test_a_servers_own_tool_keeps_its_name_and_the_meta_tool_gives_way() -> None:
-    own = tool("search_tools", "The server's own search.", text="string")
+    own = tool("search_tools", "The server's own search.", args={"text": "string"})
     proxy = Catalog.build([*TOOLS, own], Options(mode="proxy"))
     assert names(list_tools(proxy, {}, declared=False, session=None)) == [
         "list_tool_categories",

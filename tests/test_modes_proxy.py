@@ -12,7 +12,6 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-import orjson
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client, StdioServerParameters
@@ -22,49 +21,26 @@ from lazymcp.core.proxy import Proxy
 from lazymcp.options import Options
 from lazymcp.serve import build_server
 
-from .conftest import ERAS
+from .conftest import ERAS, SERVERS, lazy_http_server, payload, tool
 from .cores import UPSTREAM, proxy_core, wire
-from .test_transports import http_server
+from .raw import MODERN, line
 
-SERVERS = Path(__file__).with_name("servers")
 TIMEOUT = 30
 SURFACE = ["list_tool_categories", "search_tools", "describe_tools", "invoke_tool"]
-MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-
-
-def tool(name: str, description: str, **properties: str) -> dict[str, Any]:
-    schema = {"type": "object", "properties": {key: {"type": kind} for key, kind in properties.items()}}
-    return {"name": name, "description": description, "inputSchema": {**schema, "required": list(properties)}}
 
 
 TOOLS = [
-    tool("issues_create", "Create an issue in a project.", project="string", title="string"),
-    tool("issues_close", "Close an issue by its key.", key="string"),
-    tool("wiki_page_edit", "Edit a wiki page's text.", page="string", text="string"),
-    tool("echo", "Echo the text back.", text="string"),
+    tool("issues_create", "Create an issue in a project.", args={"project": "string", "title": "string"}),
+    tool("issues_close", "Close an issue by its key.", args={"key": "string"}),
+    tool("wiki_page_edit", "Edit a wiki page's text.", args={"page": "string", "text": "string"}),
+    tool("echo", "Echo the text back.", args={"text": "string"}),
 ]
 NAMES = [t["name"] for t in TOOLS]
-
-
-def line(message: dict[str, Any]) -> bytes:
-    return orjson.dumps(message)
 
 
 def sent(action: Any) -> dict[str, Any]:
     assert isinstance(action, ToClient | ToServer)
     return json.loads(action.data)
-
-
-def text(result: dict[str, Any] | types.CallToolResult) -> dict[str, Any]:
-    if isinstance(result, types.CallToolResult):
-        block = result.content[0]
-        assert isinstance(block, types.TextContent)
-        return json.loads(block.text)
-    return json.loads(result["content"][0]["text"])
 
 
 # --- the router (no I/O) -------------------------------------------------------------------------
@@ -105,7 +81,7 @@ def test_the_router_keeps_its_clients_dynamic_session_and_announces_each_change_
     assert listing(router, 2) == ["search_tools", "manage_tools", "echo"]
     notice, answer = call(router, 3, "search_tools", {"query": "issue", "limit": 2})
     assert sent(notice) == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
-    assert set(text(sent(answer)["result"])["enabled"]) == {"issues_create", "issues_close"}
+    assert set(payload(sent(answer)["result"])["enabled"]) == {"issues_create", "issues_close"}
     assert listing(router, 4) == ["search_tools", "manage_tools", "issues_create", "issues_close", "echo"]
     assert len(call(router, 5, "search_tools", {"query": "issue", "limit": 2})) == 1  # nothing new: no notice
 
@@ -113,9 +89,9 @@ def test_the_router_keeps_its_clients_dynamic_session_and_announces_each_change_
 @pytest.mark.requirement("LT-22")
 def test_a_modern_request_to_a_dynamic_router_gets_the_stable_surface() -> None:
     router = ready_router(mode="dynamic", core_tools=("echo",))
-    assert listing(router, 2, _meta=MODERN_META) == [*SURFACE, "echo"]
-    [answer] = call(router, 3, "search_tools", {"query": "issue"}, _meta=MODERN_META)
-    assert "enabled" not in text(sent(answer)["result"])
+    assert listing(router, 2, _meta=MODERN) == [*SURFACE, "echo"]
+    [answer] = call(router, 3, "search_tools", {"query": "issue"}, _meta=MODERN)
+    assert "enabled" not in payload(sent(answer)["result"])
 
 
 @pytest.mark.requirement("LT-25")
@@ -151,7 +127,7 @@ def test_the_router_fails_at_start_up_when_the_configuration_names_a_tool_the_up
 def test_the_upstreams_name_is_the_category_of_its_unprefixed_tools() -> None:
     router = ready_router(mode="proxy")
     [answer] = call(router, 2, "list_tool_categories", {})
-    categories = {entry["name"] for entry in text(sent(answer)["result"])["categories"]}
+    categories = {entry["name"] for entry in payload(sent(answer)["result"])["categories"]}
     assert categories == {"issues", "wiki", "up"}  # "echo" has no prefix: the upstream's serverInfo.name
 
 
@@ -177,7 +153,7 @@ def proxy(catalog: Path, *options: str, upstream: str = "legacy-only") -> StdioS
 
 def ran(result: types.CallToolResult) -> dict[str, Any]:
     """What the tool ran with: the arguments the 2025-only server (or ``lazymcp serve``) echoes."""
-    echoed = text(result)
+    echoed = payload(result)
     return echoed["arguments"] if "tool" in echoed else echoed
 
 
@@ -216,7 +192,7 @@ async def test_the_proxy_serves_each_mode_to_a_stock_client(era: str, mode: str,
             found = await client.call_tool("search_tools", {"query": "wiki"})
     assert listed == expected
     assert ran(result) == {"key": "K-1"}
-    assert text(found)["tools"][0]["name"] == "wiki_page_edit"
+    assert payload(found)["tools"][0]["name"] == "wiki_page_edit"
 
 
 @pytest.mark.anyio
@@ -235,7 +211,7 @@ async def test_a_legacy_client_of_a_dynamic_proxy_enables_tools_and_hears_of_it(
             await client.call_tool("search_tools", {"query": "wiki page"})
             await changed.wait()
             first = [entry.name for entry in (await client.list_tools()).tools]
-            enabled = text(await client.call_tool("manage_tools", {"action": "enable", "names": ["issues_close"]}))
+            enabled = payload(await client.call_tool("manage_tools", {"action": "enable", "names": ["issues_close"]}))
             second = [entry.name for entry in (await client.list_tools()).tools]
             closed = await client.call_tool("issues_close", {"key": "K-2"})
     assert first == ["search_tools", "manage_tools", "wiki_page_edit"]
@@ -256,9 +232,9 @@ async def test_a_metadata_file_is_how_the_proxy_learns_categories_summaries_and_
     with anyio.fail_after(TIMEOUT):
         params = proxy(catalog_file, "--mode", "proxy", "--metadata", str(metadata), upstream="lazymcp serve")
         async with Client(params, mode=era) as client:
-            categories = text(await client.call_tool("list_tool_categories", {}))["categories"]
-            found = text(await client.call_tool("search_tools", {"query": "ticket"}))
-            described = text(await client.call_tool("describe_tools", {"names": ["issues_create"]}))
+            categories = payload(await client.call_tool("list_tool_categories", {}))["categories"]
+            found = payload(await client.call_tool("search_tools", {"query": "ticket"}))
+            described = payload(await client.call_tool("describe_tools", {"names": ["issues_create"]}))
     assert {"name": "tracker", "tools": 1, "description": "Tickets."} in categories
     assert found["tools"][0] == {"name": "issues_create", "summary": "Open a ticket.", "category": "tracker"}
     assert described["metadata"]["issues_create"]["examples"] == [{"project": "P", "title": "t"}]
@@ -274,9 +250,9 @@ async def test_a_2026_client_of_a_dynamic_proxy_before_a_2025_only_server_gets_t
         async with Client(StdioServerParameters(command=sys.executable, args=args), mode="2026-07-28") as client:
             listed = [entry.name for entry in (await client.list_tools()).tools]
             invoked = await client.call_tool("invoke_tool", {"name": "notes_add", "arguments": {"title": "milk"}})
-            categories = text(await client.call_tool("list_tool_categories", {}))
+            categories = payload(await client.call_tool("list_tool_categories", {}))
     assert listed == [*SURFACE, "notes_find"]
-    ran = text(invoked)
+    ran = payload(invoked)
     assert (ran["tool"], ran["arguments"]) == ("notes_add", {"title": "milk"})
     assert ran["meta"] is None  # the 2026 envelope stays behind: a 2025 server does not know it
     assert categories["categories"] == [{"name": "notes", "tools": 2}]
@@ -329,7 +305,7 @@ async def test_serve_in_dynamic_mode_over_stdio(era: str, catalog_file: Path) ->
 @asynccontextmanager
 async def dynamic_http(*, stateless: bool) -> AsyncIterator[str]:
     lazy = build_server(TOOLS, Options(mode="dynamic", core_tools=("echo",)))
-    async with http_server(lazy, stateless=stateless) as url:
+    async with lazy_http_server(lazy, stateless=stateless) as url:
         yield url
 
 

@@ -15,12 +15,11 @@ from lazymcp.methods import parse_list_params
 from lazymcp.options import Options
 from lazymcp.stubs import make_stub, summarize
 from lazymcp.tokens import Size
-from tests.conftest import SMALL_TOOLS, shared_catalog
+from tests.conftest import EXT_ID, SMALL_TOOLS, shared_catalog
 
 from .handlers import describe, describe_batch
 from .handlers import page as list_tools
 
-EXT = "io.lazymcp/lazy-tools"
 ELLIPSIS = "\u2026"
 FIELDS = {"params", "lazy", "detail", "cursor", "name", "names"}
 REASONS = {"type", "empty", "too_many", "unknown_value", "malformed", "stale", "unknown_tool"}
@@ -195,7 +194,7 @@ generated_tools = st.builds(
         "name": name,
         **({"description": description} if description is not None else {}),
         "inputSchema": {"type": "object", "properties": {p: {"type": "string"} for p in properties}},
-        **({"_meta": {EXT: {"summary": summary}}} if summary is not None else {}),
+        **({"_meta": {EXT_ID: {"summary": summary}}} if summary is not None else {}),
     },
     st.from_regex(r"[a-z][a-z0-9_]{0,30}", fullmatch=True),
     st.none() | descriptions,
@@ -220,7 +219,7 @@ def test_stubs_of_generated_tools_never_cost_more_tokens_than_the_full_tool(tool
 @given(text=st.text(), limit=st.integers(min_value=8, max_value=200), as_metadata=st.booleans())
 def test_a_summary_of_any_text_never_exceeds_the_limit(text: str, limit: int, as_metadata: bool) -> None:
     tool: dict[str, Any] = (
-        {"name": "t", "_meta": {EXT: {"summary": text}}} if as_metadata else {"name": "t", "description": text}
+        {"name": "t", "_meta": {EXT_ID: {"summary": text}}} if as_metadata else {"name": "t", "description": text}
     )
     summary = summarize(tool, limit)
     assert len(summary) <= limit

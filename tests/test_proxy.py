@@ -3,34 +3,24 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
-import orjson
 import pytest
-from anyio.abc import Process
-from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client, StdioServerParameters
 
 from lazymcp import EXT_ID, LazyClient
 from lazymcp.core.actions import Fail, Ready, ToClient, ToServer
 from lazymcp.core.proxy import Proxy
 
-from .conftest import ERAS, SMALL_TOOLS, free_port, until_listening
+from .conftest import ERAS, SERVERS, SMALL_TOOLS, free_port
 from .cores import UPSTREAM, proxy_core, wire
+from .raw import MODERN, PID_SERVER, line, listening, mcp_url, peer, proxy, request, tool_call
 
-SERVERS = Path(__file__).with_name("servers")
 TIMEOUT = 20
-
-
-def line(message: dict[str, Any]) -> bytes:
-    return orjson.dumps(message)
 
 
 def legacy_router(tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> tuple[Proxy, list[Any]]:
@@ -208,45 +198,6 @@ async def test_a_lazy_upstream_behind_the_proxy_still_hands_over_full_tools(mode
     ]
 
 
-class Peer:
-    """A raw JSON-RPC client on the proxy's pipes: exact frames, exit code and stderr."""
-
-    def __init__(self, process: Process) -> None:
-        self.process = process
-        assert process.stdout is not None and process.stdin is not None
-        self.out = BufferedByteReceiveStream(process.stdout)
-        self.count = 0
-
-    async def send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.send(line(message) + b"\n")
-
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        self.count += 1
-        await self.send({"jsonrpc": "2.0", "id": self.count, "method": method, "params": params or {}})
-        while True:
-            message = json.loads(await self.out.receive_until(b"\n", 1 << 24))
-            if message.get("id") == self.count and "method" not in message:
-                return message
-
-    async def handshake(self) -> None:
-        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "peer", "version": "1"}}
-        assert "result" in await self.request("initialize", init)
-        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    async def stderr(self) -> str:
-        assert self.process.stderr is not None
-        chunks = [chunk async for chunk in self.process.stderr]
-        return b"".join(chunks).decode()
-
-
-@asynccontextmanager
-async def raw_proxy(*upstream: str, upstream_timeout: float = 30) -> AsyncIterator[Peer]:
-    command = [sys.executable, "-m", "lazymcp", "proxy", "--timeout", str(upstream_timeout), "--", *upstream]
-    async with await anyio.open_process(command) as process:
-        yield Peer(process)
-
-
 FAULTY = (sys.executable, str(SERVERS / "faulty_server.py"))
 
 
@@ -263,12 +214,14 @@ async def test_an_upstream_fault_answers_the_request_in_flight_and_exits_nonzero
     tool: str, upstream_timeout: float, cause: str
 ) -> None:
     with anyio.fail_after(TIMEOUT):
-        async with raw_proxy(*FAULTY, upstream_timeout=upstream_timeout) as peer:
-            await peer.handshake()
-            assert (await peer.request("tools/call", {"name": "ok", "arguments": {"text": "fine"}}))["result"]
-            answer = await peer.request("tools/call", {"name": tool, "arguments": {}})
-            code = await peer.process.wait()
-            stderr = await peer.stderr()
+        async with peer(proxy(*FAULTY, timeout=upstream_timeout)) as client:
+            await client.handshake()
+            await client.send(tool_call(1, "ok", text="fine"))
+            assert (await client.answer(1))["result"]
+            await client.send(tool_call(2, tool))
+            answer = await client.answer(2)
+            code = await client.process.wait()
+            stderr = await client.stderr()
     assert answer["error"]["code"] == -32000
     assert cause in answer["error"]["data"]["reason"]
     assert code == 1
@@ -279,14 +232,14 @@ async def test_an_upstream_fault_answers_the_request_in_flight_and_exits_nonzero
 @pytest.mark.parametrize("upstream", [("/nonexistent/mcp-server",), (*FAULTY, "--fail-at-start")])
 async def test_an_upstream_that_cannot_start_is_reported_and_nothing_hangs(upstream: tuple[str, ...]) -> None:
     with anyio.fail_after(TIMEOUT):
-        async with raw_proxy(*upstream) as peer:
+        async with peer(proxy(*upstream, timeout=30)) as client:
             try:
-                await peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
-                reply = await peer.out.receive_until(b"\n", 1 << 20)
+                await client.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+                reply = await client.out.receive_until(b"\n", 1 << 20)
             except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
                 reply = b""  # the proxy had already gone: the client sees its pipe close
-            code = await peer.process.wait()
-            stderr = await peer.stderr()
+            code = await client.process.wait()
+            stderr = await client.stderr()
     assert code == 1
     assert reply == b"" or json.loads(reply)["error"]["code"] == -32000
     assert "cannot start" in stderr or "exited with code 7" in stderr
@@ -295,23 +248,16 @@ async def test_an_upstream_that_cannot_start_is_reported_and_nothing_hangs(upstr
 @pytest.mark.anyio
 async def test_the_proxy_exits_cleanly_when_the_client_leaves() -> None:
     with anyio.fail_after(TIMEOUT):
-        async with raw_proxy(*FAULTY) as peer:
-            await peer.handshake()
-            assert peer.process.stdin is not None
-            await peer.process.stdin.aclose()
-            assert await peer.process.wait() == 0
-
-
-MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+        async with peer(proxy(*FAULTY, timeout=30)) as client:
+            await client.handshake()
+            assert client.process.stdin is not None
+            await client.process.stdin.aclose()
+            assert await client.process.wait() == 0
 
 
 def test_a_modern_client_before_a_legacy_upstream_is_bridged() -> None:
     router = proxy_core()
-    request = {"jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": {"_meta": MODERN_META}}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": {"_meta": MODERN}}
     [probe] = router.from_client(line(request), 0)
     probe_message = json.loads(probe.data)  # type: ignore[union-attr]
     assert probe_message["method"] == "server/discover"
@@ -343,7 +289,7 @@ def test_a_bridged_listen_stream_gets_the_upstreams_list_changed() -> None:
     [fetch] = router.upstream.fetch(0)
     own = json.loads(fetch.data)  # type: ignore[union-attr]
     router.from_server(UPSTREAM, line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": SMALL_TOOLS}}), 0)
-    listen = {"notifications": {"toolsListChanged": True}, "_meta": MODERN_META}
+    listen = {"notifications": {"toolsListChanged": True}, "_meta": MODERN}
     [ack] = router.from_client(line({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": listen}), 0)
     assert json.loads(ack.data)["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 9}  # type: ignore[union-attr]
     [refetch] = router.from_server(UPSTREAM, b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}', 0)
@@ -369,7 +315,7 @@ def test_a_bridged_result_goes_through_the_2026_wire_model_of_the_proxys_router(
     router.started(UPSTREAM, 0)
     router.session.record.era, router.upstream.era = "modern", "legacy"
     router.session.bridge.upstream_init = {"capabilities": {"resources": {}}}
-    request = {"jsonrpc": "2.0", "id": 5, "method": "resources/list", "params": {"_meta": MODERN_META}}
+    request = {"jsonrpc": "2.0", "id": 5, "method": "resources/list", "params": {"_meta": MODERN}}
     [up] = router.from_client(line(request), 0)
     assert isinstance(up, ToServer) and "_meta" not in json.loads(up.data)["params"]  # the envelope stays behind
     legacy = {"resources": [{"uri": "file:///a", "name": "a", "bogus": 1}], "nextCursor": None, "extra": 2}
@@ -419,23 +365,22 @@ async def test_a_2026_client_reaches_a_2025_only_node_server_through_the_bridge(
     assert summed.content[0].text == "The sum of 2 and 3 is 5."  # type: ignore[union-attr]
 
 
+@pytest.mark.anyio
+async def test_the_proxy_passes_a_call_and_its_answer_through_byte_for_byte() -> None:
+    call = b'{"id":5,  "jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"x":"\\u00e9"},"name":"raw"}}'
+    with anyio.fail_after(TIMEOUT):
+        async with peer(proxy(*PID_SERVER)) as client:
+            await client.handshake()
+            await client.send(request(1, "tools/list"))
+            await client.answer(1)
+            assert client.process.stdin is not None
+            await client.process.stdin.send(call + b"\n")
+            relayed = await client.out.receive_until(b"\n", 1 << 20)
+    expected = {"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": call.decode()}]}}
+    assert relayed == json.dumps(expected).encode()
+
+
 # --- over HTTP ----------------------------------------------------------------------------------
-
-
-@asynccontextmanager
-async def listening(command: list[str], port: int, env: dict[str, str] | None = None) -> AsyncIterator[str]:
-    """A server process listening on ``port`` (``env``: set on top of ours); yields its URL once it
-    accepts connections."""
-    environ = {**os.environ, **env} if env else None
-    async with await anyio.open_process(command, stdout=None, stderr=None, env=environ) as process:
-        try:
-            with anyio.fail_after(TIMEOUT):
-                await until_listening(port)
-            yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            process.terminate()
-            with anyio.fail_after(10):
-                await process.wait()
 
 
 @pytest.mark.anyio
@@ -443,7 +388,8 @@ async def listening(command: list[str], port: int, env: dict[str, str] | None = 
 async def test_http_clients_reach_a_stdio_server_through_the_proxy(mode: str, everything_command: list[str]) -> None:
     port = free_port()
     command = [sys.executable, "-m", "lazymcp", "proxy", "--http", f"127.0.0.1:{port}", "--", *everything_command]
-    async with listening(command, port) as url:
+    url = mcp_url(port)
+    async with listening(command, port, stderr=None):
         with anyio.fail_after(60):
             async with Client(url, mode=mode) as stock:
                 listing = await stock.list_tools()
@@ -474,7 +420,8 @@ async def test_the_proxy_makes_an_http_server_lazy(mode: str, tmp_path: Path) ->
     catalog.write_text(json.dumps(SMALL_TOOLS))
     port = free_port()
     server = [sys.executable, "-m", "lazymcp", "serve", "--catalog", str(catalog), "--http", f"127.0.0.1:{port}"]
-    async with listening(server, port) as url:
+    url = mcp_url(port)
+    async with listening(server, port, stderr=None):
         params = StdioServerParameters(command=sys.executable, args=["-m", "lazymcp", "proxy", "--url", url])
         with anyio.fail_after(TIMEOUT):
             async with LazyClient(params, mode=mode) as client:
@@ -490,7 +437,8 @@ async def test_a_listen_stream_over_http_gets_list_changed_from_the_upstream() -
     port = free_port()
     upstream = [sys.executable, str(SERVERS / "changing_server.py")]
     command = [sys.executable, "-m", "lazymcp", "proxy", "--http", f"127.0.0.1:{port}", "--", *upstream]
-    async with listening(command, port) as url:
+    url = mcp_url(port)
+    async with listening(command, port, stderr=None):
         with anyio.fail_after(TIMEOUT):
             async with LazyClient(url, mode="2026-07-28") as client:
                 async with client.client.listen(tools_list_changed=True) as subscription:

@@ -40,15 +40,12 @@ from pydantic import BaseModel
 
 from lazymcp.client import LazyClient, raw_request
 
-from .conftest import ERAS, STOCK_STUB_KEYS
+from .conftest import ERAS, EXT_ID, META_TOOL, SEARCH_TOOL, STOCK_STUB_KEYS
 
 # ping, resources/subscribe and logging/setLevel are deprecated as of 2026-07-28; the SDK warns
 # even in mode "legacy", where they are the protocol this server speaks.
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
-EXT_ID = "io.lazymcp/lazy-tools"
-META_TOOL = "describe_tools"
-SEARCH_TOOL = "search_tools"
 MODERN = "2026-07-28"
 TEST_TIMEOUT = 30.0
 """Bound on one test's whole conversation: both servers' start, every request, every wait, shutdown."""
@@ -92,11 +89,6 @@ SIMULATED_LOGS = {
     ("emergency", "Emergency-level message"),
 }
 """The eight messages toggle-simulated-logging picks from at random (server/logging.js)."""
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 # --- the two sides -----------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from jsonschema import Draft202012Validator
 
 from lazymcp.sample import CATEGORIES, sample_tools, synthetic_tools
 
-META_KEY = "io.lazymcp/lazy-tools"
+from .conftest import EXT_ID
+
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -32,7 +33,7 @@ def _properties(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _category(tool: dict[str, Any]) -> str:
-    return tool["_meta"][META_KEY]["category"]
+    return tool["_meta"][EXT_ID]["category"]
 
 
 def test_sample_has_at_least_120_tools_in_at_least_12_categories() -> None:

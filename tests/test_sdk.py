@@ -14,55 +14,19 @@ from mcp import Client
 from mcp.client._memory import InMemoryTransport
 from mcp.server.caching import CacheHint
 from mcp.server.lowlevel.server import Server
-from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
 from lazymcp import EXT_ID, LazyClient, lazify
 from lazymcp.client import raw_request
 from lazymcp.serve import build_server
 
-from .conftest import ERAS, SPEC
+from .conftest import CALLS, ERAS, SPEC, build_lazy, build_plain
 
 pytestmark = pytest.mark.anyio
-
-CALLS: list[tuple[str, dict[str, Any]]] = []
 
 
 def schema(name: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(json.loads((SPEC / "schema" / name).read_text()))
-
-
-def build_plain(**kwargs: Any) -> MCPServer:
-    """The same server every test builds: with lazify() on top it is the lazy one."""
-    server = MCPServer("demo", version="1.0", log_level="WARNING", **kwargs)
-
-    @server.tool()
-    def add(a: int, b: int) -> int:
-        """Add two integers. Returns their sum as an integer, which is handy for arithmetic."""
-        CALLS.append(("add", {"a": a, "b": b}))
-        return a + b
-
-    @server.tool(title="Echo")
-    def echo(text: str, times: int = 1) -> str:
-        """Echo the text back, repeated.
-
-        Long explanation that a lazy listing leaves out.
-        """
-        CALLS.append(("echo", {"text": text}))
-        return text * times
-
-    @server.tool()
-    def forecast(city: str, days: int = 3) -> dict[str, Any]:
-        """Weather forecast for a city, e.g. Paris. Up to 10 days ahead."""
-        return {"city": city, "days": days}
-
-    return server
-
-
-def build_lazy(**settings: Any) -> MCPServer:
-    server = build_plain()
-    lazify(server, **settings)
-    return server
 
 
 async def stock_list(client: Client, params: dict[str, Any] | None = None) -> dict[str, Any]:

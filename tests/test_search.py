@@ -19,14 +19,7 @@ from lazymcp.search import (
     describe_ranker,
 )
 from lazymcp.terms import normalize_name, stem, tokenize
-from tests.conftest import SHARED, SMALL_TOOLS
-
-META = "io.lazymcp/lazy-tools"
-
-
-def tool(name: str, description: str = "", **extra: Any) -> dict[str, Any]:
-    return {"name": name, "description": description, "inputSchema": {"type": "object"}, **extra}
-
+from tests.conftest import EXT_ID, SHARED, SMALL_TOOLS, tool
 
 TOOLS: list[dict[str, Any]] = [
     tool("github__create_issue", "Create a new issue in a GitHub repository."),
@@ -57,7 +50,7 @@ TOOLS: list[dict[str, Any]] = [
     tool(
         "billing_report",
         "Summarize this month's spend.",
-        _meta={META: {"category": "finance", "summary": "Monthly spend summary."}},
+        _meta={EXT_ID: {"category": "finance", "summary": "Monthly spend summary."}},
     ),
 ]
 

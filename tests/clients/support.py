@@ -34,7 +34,6 @@ PYTHON_CLIENTS: dict[str, tuple[str, ...]] = {
 }
 """Each Python client's pins. langchain-mcp-adapters 0.3.2 resolves to the 1.x SDK (``mcp==1.30.0``)."""
 INSPECTOR = ("@modelcontextprotocol/inspector", "2.12.0")
-TS_SDK = ("@modelcontextprotocol/sdk", "1.32.2")
 
 CLIENT_NAMES = {
     "fastmcp": "FastMCP client 4.1.2",
@@ -93,10 +92,6 @@ def inspector_cli() -> list[str]:
     modules = npm_packages(CACHE / "npm-inspector", [INSPECTOR])
     launcher = modules / INSPECTOR[0] / "clients" / "launcher" / "build" / "index.js"
     return [node(), str(launcher), "--cli"]
-
-
-def ts_sdk() -> Path:
-    return npm_packages(CACHE / "npm-interop-ts", [TS_SDK]) / TS_SDK[0]
 
 
 def last_json_line(stdout: str) -> dict[str, Any]:

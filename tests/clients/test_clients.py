@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from ..conftest import free_port
-from ..interop.support import HOST, lazymcp, serving
+from ..interop.support import HOST, lazymcp, serving, ts_sdk_package
 from .matrix import EXPECTED, judge
 from .support import (
     CASE,
@@ -35,7 +35,6 @@ from .support import (
     mode_flags,
     node,
     python_client,
-    ts_sdk,
 )
 
 CLIENTS = (*PYTHON_CLIENTS, "inspector", "ts")
@@ -72,7 +71,7 @@ def run_client(client: str, mode: str, target: dict[str, Any]) -> dict[str, dict
     if client in PYTHON_CLIENTS:
         return drive([str(python_client(client)), str(HERE / "drive.py"), json.dumps(config)])
     if client == "ts":
-        return drive([node(), str(HERE / "drive_ts.mjs"), json.dumps({**config, "sdk": str(ts_sdk())})])
+        return drive([node(), str(HERE / "drive_ts.mjs"), json.dumps({**config, "sdk": str(ts_sdk_package())})])
     inspector_target = [target["url"], "--transport", "http"] if "url" in target else target["command"]
     return inspector_steps(inspector_target, mode)
 

@@ -13,16 +13,19 @@ import os
 import platform
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
+import anyio
 import pytest
+
+from ..conftest import accepts, until
 
 ROOT = Path(__file__).resolve().parents[2]
 INTEROP = Path(__file__).resolve().parent
@@ -42,6 +45,11 @@ STARTUP_TIMEOUT = 30.0
 2-core machine takes a few seconds)."""
 STOP_TIMEOUT = 30.0
 """Bound on a server's clean exit after SIGTERM; then its whole process group is killed."""
+
+
+def ts_sdk_package() -> Path:
+    """The TypeScript SDK's package directory, installed from the npm registry on first use."""
+    return npm_packages(CACHE / "npm-interop-ts", [TS_SDK]) / TS_SDK[0]
 
 
 def node() -> str:
@@ -132,18 +140,17 @@ def serving(command: Sequence[str], port: int, log: Path) -> Generator[Served]:
             start_new_session=True,
         )
     served = Served(process, f"http://{HOST}:{port}/mcp", log)
+
+    async def ready() -> bool:
+        if process.poll() is not None:
+            pytest.fail(f"{command[0]} exited with status {process.returncode} early")
+        return await accepts(port)
+
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:  # a bounded readiness poll
-            if process.poll() is not None:
-                pytest.fail(f"{command[0]} exited with status {process.returncode} early:\n{served.output()}")
-            try:
-                socket.create_connection((HOST, port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"nothing listened on port {port} within {STARTUP_TIMEOUT:.0f} s:\n{served.output()}")
-                time.sleep(0.05)
+        try:
+            anyio.run(partial(until, ready, within=STARTUP_TIMEOUT, what=f"a server listening on port {port}"))
+        except pytest.fail.Exception as failed:
+            pytest.fail(f"{failed.msg}:\n{served.output()}")
         yield served
     finally:
         stop(served)

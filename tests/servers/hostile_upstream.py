@@ -9,9 +9,9 @@ KIND shapes its ``tools/list``:
 Its tools: ``echo`` answers at once with its arguments and the ``_meta`` it got; ``slow`` answers after
 ``arguments.seconds``; ``hang`` never answers; ``ask`` sends the client an elicitation request and
 then, when ``arguments.cancel`` is true, cancels it itself (answering the call at once); ``flood``
-sends ``arguments.count`` log notifications, then answers; ``die`` exits with status 3; ``deaf`` never
-answers and never reads its stdin again. ``resources/list``
-answers with one resource.
+sends ``arguments.count`` log notifications, then answers; ``die`` exits with status 3; ``deaf`` sends
+the log notification "deaf from now on", then never answers and never reads its stdin again.
+``resources/list`` answers with one resource.
 """
 
 import json
@@ -20,6 +20,7 @@ import threading
 
 KIND = sys.argv[1] if len(sys.argv) > 1 else "plain"
 LOCK = threading.Lock()
+DEAF = "deaf from now on"
 SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}}
 TOOLS = [{"name": name, "description": f"The {name} tool.", "inputSchema": SCHEMA} for name in ("echo", "slow", "hang")]
 TOOLS += [
@@ -86,6 +87,7 @@ def call(request_id: object, params: dict) -> None:
     elif name == "die":
         sys.exit(3)
     elif name == "deaf":
+        send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": DEAF}})
         threading.Event().wait()
     else:
         send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": f"Unknown tool: {name}"}})

@@ -110,14 +110,25 @@ def running_issuer(port: int, resource: str) -> Generator[Issuer]:
     """An ``Issuer`` listening on 127.0.0.1:``port`` until the block ends."""
     issuer = Issuer(port, resource)
     config = uvicorn.Config(issuer.app(), host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="issuer", daemon=True)
+    ready = threading.Event()
+
+    class Announcing(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            ready.set()
+
+    server = Announcing(config)
+
+    def run() -> None:
+        try:
+            server.run()
+        finally:
+            ready.set()  # a server that could not start ends here
+
+    thread = threading.Thread(target=run, name="issuer", daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError(f"the test issuer did not start on port {port}")
-        time.sleep(0.02)  # bounded by the deadline: uvicorn is binding
+    if not ready.wait(30) or not server.started:
+        raise RuntimeError(f"the test issuer did not start on port {port}")
     try:
         yield issuer
     finally:

@@ -1,7 +1,7 @@
-"""Review of the lists manifests keep (prompts, resources, templates): a list answered from a manifest
-must not be one the gateway already knew to be stale. Real ``lazymcp gateway`` processes over stdio, one
-after another on one cache, in front of ``servers/review_lists_server.py``, whose resources live in a
-file and so outlive its process."""
+"""The lists a gateway's manifests keep (prompts, resources, templates): a list answered from a manifest
+must not be one the gateway already knew to be stale, and a fresh one spares starting its server. Real
+``lazymcp gateway`` processes over stdio, one after another on one cache, in front of
+``servers/lists_server.py``, whose resources live in a file and so outlive its process."""
 
 from __future__ import annotations
 
@@ -13,19 +13,16 @@ from typing import Any
 import anyio
 import pytest
 
-from .test_bounded import INIT, INITIALIZED, TIMEOUT, Peer, request, tool_call
-from .test_review_gateway import config_of, gateway
-
-SERVERS = Path(__file__).with_name("servers")
+from .conftest import SERVERS, until
+from .raw import INIT, INITIALIZED, TIMEOUT, Peer, config_of, gateway, request, tool_call
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def lists_server(store: Path) -> list[str]:
-    return [sys.executable, str(SERVERS / "review_lists_server.py"), str(store)]
+def one_resource(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A gateway of one ``lists_server.py`` (as ``s``) whose file holds ``memo://one``: that file, the
+    gateway's cache, and its configuration."""
+    store, cache = tmp_path / "resources.json", tmp_path / "cache"
+    store.write_text(json.dumps(["memo://one"]))
+    return store, cache, config_of(tmp_path, s=[sys.executable, str(SERVERS / "lists_server.py"), str(store)])
 
 
 def uris(answer: dict[str, Any]) -> list[str]:
@@ -48,17 +45,25 @@ async def start(peer: Peer) -> None:
     await peer.answer(0)
 
 
-# --- findings: these fail today -----------------------------------------------------------------------
+async def resources_listed(config: Path, cache: Path) -> list[str]:
+    """A gateway session that lists the resources, then leaves (with status 0): the URIs listed."""
+    async with gateway(config, cache) as peer:
+        await start(peer)
+        await peer.send(request(1, "resources/list"))
+        listed = uris(await peer.answer(1))
+        assert await leave(peer) == 0
+    return listed
+
+
+# --- a stale list is not served ---------------------------------------------------------------------
 
 
 @pytest.mark.anyio
 async def test_a_resource_list_the_server_said_changed_is_not_served_from_the_manifest(tmp_path: Path) -> None:
-    """The server's ``notifications/resources/list_changed`` drops the list from memory only; the
-    manifest on disk keeps it, so the next gateway answers ``resources/list`` from it without
-    starting the server: the resource added in the last session is missing."""
-    store, cache = tmp_path / "resources.json", tmp_path / "cache"
-    store.write_text(json.dumps(["memo://one"]))
-    config = config_of(tmp_path, s=lists_server(store))
+    """The server's ``notifications/resources/list_changed`` drops the list from the manifest on disk too,
+    not from memory only: kept there, the next gateway would answer ``resources/list`` from it without
+    starting the server, and miss the resource added in the last session."""
+    _, cache, config = one_resource(tmp_path)
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, cache) as peer:
             await start(peer)
@@ -67,11 +72,7 @@ async def test_a_resource_list_the_server_said_changed_is_not_served_from_the_ma
             await peer.send(tool_call(2, "s__add", uri="memo://two"))
             await peer.answer(2)
             assert await leave(peer) == 0
-        async with gateway(config, cache) as peer:
-            await start(peer)
-            await peer.send(request(1, "resources/list"))
-            listed = uris(await peer.answer(1))
-            await leave(peer)
+        listed = await resources_listed(config, cache)
     assert listed == ["memo://one", "memo://two"]
 
 
@@ -80,15 +81,9 @@ async def test_a_manifest_refreshed_past_its_ttl_does_not_restamp_old_lists_as_f
     """A manifest past its TTL starts its server at launch, and the new tool list is saved; lists past
     the TTL must not be saved with it as if fetched again (each list keeps its own fetch time), so the
     next gateway asks the server for them."""
-    store, cache = tmp_path / "resources.json", tmp_path / "cache"
-    store.write_text(json.dumps(["memo://one"]))
-    config = config_of(tmp_path, s=lists_server(store))
+    store, cache, config = one_resource(tmp_path)
     with anyio.fail_after(TIMEOUT):
-        async with gateway(config, cache) as peer:  # no manifest yet: the lists are kept
-            await start(peer)
-            await peer.send(request(1, "resources/list"))
-            await peer.answer(1)
-            assert await leave(peer) == 0
+        await resources_listed(config, cache)  # no manifest yet: the lists are kept
         store.write_text(json.dumps(["memo://one", "memo://two"]))  # changed while no gateway ran
         (path,) = manifests(cache)
         old = json.loads(path.read_text())
@@ -96,27 +91,20 @@ async def test_a_manifest_refreshed_past_its_ttl_does_not_restamp_old_lists_as_f
         path.write_text(json.dumps({**old, "fetched": 0.0, "lists": aged}))  # tools and lists past any TTL
         async with gateway(config, cache) as peer:  # the stale manifest's server starts; only tools are used
             await start(peer)
-            while json.loads(path.read_text())["fetched"] == 0.0:  # noqa: ASYNC110 (a file, not an event)
-                await anyio.sleep(0.05)  # bounded by fail_after: the new tool list is being saved
+            await until(lambda: json.loads(path.read_text())["fetched"] != 0.0, what="the new tool list saved")
             await leave(peer)
-        async with gateway(config, cache) as peer:
-            await start(peer)
-            await peer.send(request(1, "resources/list"))
-            listed = uris(await peer.answer(1))
-            await leave(peer)
+        listed = await resources_listed(config, cache)
     assert listed == ["memo://one", "memo://two"]
 
 
-# --- regressions: these pass today ----------------------------------------------------------------------
+# --- a fresh list spares the server ---------------------------------------------------------------------
 
 
 @pytest.mark.anyio
 async def test_lists_in_a_manifest_are_answered_without_starting_the_server(tmp_path: Path) -> None:
     """After one session has listed resources, the next one's start-up listing starts nothing: the
     server's process never runs (its resources file is made unreadable to prove it)."""
-    store, cache = tmp_path / "resources.json", tmp_path / "cache"
-    store.write_text(json.dumps(["memo://one"]))
-    config = config_of(tmp_path, s=lists_server(store))
+    store, cache, config = one_resource(tmp_path)
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, cache) as peer:
             await start(peer)

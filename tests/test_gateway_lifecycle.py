@@ -1,11 +1,9 @@
-"""Review of how sessions end and fail, through the one ``Link``: the gateway over stdio at a signal and
-at the end of its input, a server that dies among others, an HTTP session's DELETE, and the proxy's
-byte-for-byte pass-through. Real processes; every wait is bounded. These are regression tests: they
-pass today."""
+"""How a gateway's sessions end and fail, through the one ``Driver``: the gateway over stdio at a signal
+and at the end of its input, a server that dies among others, and an HTTP session's DELETE. Real
+processes; every wait is bounded."""
 
 from __future__ import annotations
 
-import json
 import signal
 from pathlib import Path
 from typing import Any
@@ -13,34 +11,24 @@ from typing import Any
 import anyio
 import pytest
 
-from .conftest import free_port
-from .test_bounded import (
-    INIT,
-    INITIALIZED,
+from .conftest import exited, free_port, until
+from .raw import (
+    PID_SERVER,
     TIMEOUT,
     Peer,
     children,
+    config_of,
+    gateway,
     gone,
     hostile,
     http,
-    peer,
+    http_gateway,
+    open_session,
+    pid_of,
     post,
-    proxy,
     request,
     tool_call,
 )
-from .test_review_gateway import config_of, gateway
-from .test_review_http import PID_SERVER, http_gateway, open_session, pid_of
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-async def begin(client: Peer) -> None:
-    await client.send(request(0, "initialize", INIT), INITIALIZED, request(1, "tools/list"))
-    await client.answer(1)
 
 
 async def answers_to(client: Peer, *ids: object) -> dict[object, dict[str, Any]]:
@@ -61,7 +49,7 @@ async def test_a_signal_ends_the_gateway_answering_what_is_owed_and_reaping_ever
     config = config_of(tmp_path, a=hostile(), b=hostile())
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, tmp_path / "cache", "--mode", "eager") as client:
-            await begin(client)
+            await client.begin()
             await client.send(tool_call(2, "a__hang"), tool_call(3, "b__hang"), request(4, "ping"))
             await client.answer(4)
             servers = children(client.process.pid)
@@ -78,7 +66,7 @@ async def test_at_the_end_of_its_input_the_gateway_answers_what_it_read_then_exi
     config = config_of(tmp_path, a=hostile())
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, tmp_path / "cache", "--mode", "eager") as client:
-            await begin(client)
+            await client.begin()
             await client.send(tool_call(2, "a__slow", seconds=1), request(3, "prompts/list"))
             assert client.process.stdin is not None
             await client.process.stdin.aclose()
@@ -93,16 +81,20 @@ async def test_a_server_that_dies_fails_alone_and_starts_again_on_a_later_call(t
     config = config_of(tmp_path, a=hostile(), b=hostile())
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, tmp_path / "cache", "--mode", "eager") as client:
-            await begin(client)
+            await client.begin()
             await client.send(tool_call(2, "a__die"))
             died = await client.answer(2)
             await client.send(tool_call(3, "b__echo", text="still here"))
             other = await client.answer(3)
-            again = None
-            while again is None or "error" in again:  # refused within the backoff (1 s), then started again
-                await anyio.sleep(0.3)
+            again: dict[str, Any] = {}
+
+            async def answers_again() -> bool:  # refused within the backoff (1 s), then started again
+                nonlocal again
                 await client.send(tool_call(4, "a__echo", text="back"))
                 again = await client.answer(4)
+                return "error" not in again
+
+            await until(answers_again, within=TIMEOUT / 2, what="server 'a' started again after its backoff")
     assert "error" in died and "'a'" in died["error"]["message"]
     assert "still here" in other["result"]["content"][0]["text"]
     assert "back" in again["result"]["content"][0]["text"]
@@ -117,23 +109,7 @@ async def test_deleting_an_http_session_reaps_its_servers(tmp_path: Path) -> Non
             _, answer = await post(port, request(2, "tools/call", {"name": "p__whoami", "arguments": {}}), session)
             server = int(pid_of(answer))
             deleted, _, _ = await http(port, "DELETE", b"", session)
-            while not gone(server):  # noqa: ASYNC110 (a process table, not an event)
-                await anyio.sleep(0.05)
+            await exited(server)
             after, _ = await post(port, request(3, "tools/list"), session)
             assert process.returncode is None
     assert deleted == 200 and after == 404
-
-
-@pytest.mark.anyio
-async def test_the_proxy_passes_a_call_and_its_answer_through_byte_for_byte() -> None:
-    call = b'{"id":5,  "jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"x":"\\u00e9"},"name":"raw"}}'
-    with anyio.fail_after(TIMEOUT):
-        async with peer(proxy(*PID_SERVER)) as client:
-            await client.handshake()
-            await client.send(request(1, "tools/list"))
-            await client.answer(1)
-            assert client.process.stdin is not None
-            await client.process.stdin.send(call + b"\n")
-            line = await client.out.receive_until(b"\n", 1 << 20)
-    expected = {"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": call.decode()}]}}
-    assert line == json.dumps(expected).encode()

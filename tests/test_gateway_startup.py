@@ -1,6 +1,7 @@
-"""Review of start-up and of requests that meet a session not yet started: the gateway's start-up line
-and its ``--http`` address, requests a client sends before ``initialize``, and an HTTP body that is
-valid JSON over several lines. Real ``lazymcp`` processes; every wait is bounded."""
+"""Start-up, and requests that meet a session not yet started: the gateway's start-up line and its
+``--http`` address (and the proxy's, refused alike), requests a client sends before ``initialize``, an
+HTTP ``initialize`` whose body is valid JSON over several lines, and what the gateway reports on stderr
+of servers that fail to start. Real ``lazymcp`` processes; every wait is bounded."""
 
 from __future__ import annotations
 
@@ -17,17 +18,11 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .conftest import free_port, until_listening
-from .test_bounded import INIT, children, hostile, http, http_proxy, request
-from .test_review_gateway import config_of, gateway
+from .raw import INIT, children, config_of, gateway, hostile, http, http_proxy, request
 
 LAZYMCP = [sys.executable, "-m", "lazymcp"]
 ANSWER_WITHIN = 10.0
 """Seconds a request may wait here for an answer when the server's timeout is 2 s."""
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def run_on_busy_port(*arguments: str) -> subprocess.CompletedProcess[str]:
@@ -38,13 +33,13 @@ def run_on_busy_port(*arguments: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
 
-# --- findings: these fail today -----------------------------------------------------------------------
+# --- the start-up line, and what comes before initialize --------------------------------------------
 
 
 def test_the_gateway_refuses_an_address_it_cannot_listen_on_in_one_line(tmp_path: Path) -> None:
-    """``lazymcp proxy --http`` and ``serve --http`` check the address first (``_can_listen``): one line,
-    status 2. ``lazymcp gateway --http`` does not: it prints its start-up line ("clients on http://…")
-    as if it served, then uvicorn's own ``ERROR: [Errno 98] …``, and exits 3."""
+    """Like ``lazymcp proxy --http`` and ``serve --http``, ``lazymcp gateway --http`` checks the address
+    first (``_can_listen``): one line, status 2; not its start-up line ("clients on http://…") as if it
+    served, then uvicorn's own ``ERROR: [Errno 98] …`` and status 3."""
     config = config_of(tmp_path)
     done = run_on_busy_port("gateway", "--config", str(config))
     assert done.returncode == 2, done.stderr
@@ -65,10 +60,9 @@ def test_the_gateways_start_up_line_writes_an_ipv6_address_as_a_url(tmp_path: Pa
 @pytest.mark.parametrize("method", ["tools/list", "prompts/list"])
 async def test_a_request_sent_before_initialize_is_answered(tmp_path: Path, method: str) -> None:
     """A server without a manifest is started at launch and then waits (``spawned``) for the client's
-    ``initialize``. A request sent before it waits with it: ``tools/*`` in ``Gateway._waiting``,
-    lists in the server's queue, neither under any timeout, so it is never answered while the client
-    stays (at the end of its input, only after the drain's timeout, with status 1). Expected: an
-    error at once, as the proxy gives ("tools are listed once the client has sent ...")."""
+    ``initialize``. A request sent before it is answered all the same (an error, as the proxy gives:
+    "tools are listed once the client has sent ..."), not kept waiting with it under no timeout
+    (``tools/*`` in ``Gateway._waiting``, lists in the server's queue) for as long as the client stays."""
     answer: dict[str, Any] | None = None
     async with gateway(config_of(tmp_path, h=hostile()), tmp_path / "cache", "--timeout", "2") as peer:
         with anyio.move_on_after(ANSWER_WITHIN):
@@ -79,11 +73,10 @@ async def test_a_request_sent_before_initialize_is_answered(tmp_path: Path, meth
 
 @pytest.mark.anyio
 async def test_an_http_body_of_pretty_printed_json_reaches_a_stdio_server_as_one_line() -> None:
-    """A POST body is valid JSON over several lines (``json.dumps(..., indent=2)``). The HTTP front
-    hands the body's bytes on as the message's line (``HttpFront._request``: ``line = body``) and the
-    router writes them to the server's stdin as they are: the server reads several broken lines and
-    the request is never answered (here, the server's 2 s timeout answers it with an error). Also so
-    at 648a861: not new, but on the one HTTP front now shared by the proxy and the gateway."""
+    """A POST body may be valid JSON over several lines (``json.dumps(..., indent=2)``). The HTTP front,
+    shared by the proxy and the gateway, hands a stdio server such a message as one line: its body's
+    bytes as they are would reach the server as several broken lines, and the request would go
+    unanswered (here, until the server's 2 s timeout answered it with an error)."""
     async with http_proxy(*hostile(), flags=["--timeout", "2"]) as (port, _):
         with anyio.fail_after(30):
             body = json.dumps(request(1, "initialize", INIT), indent=2).encode()
@@ -95,8 +88,8 @@ async def test_an_http_body_of_pretty_printed_json_reaches_a_stdio_server_as_one
 @pytest.mark.anyio
 async def test_the_http_gateways_start_up_line_counts_the_servers_it_started(tmp_path: Path) -> None:
     """The start-up line of ``gateway --http`` is made from a core built at launch that the HTTP front
-    never starts: servers start per session, so it must not say any started now, and none runs until a
-    client comes."""
+    never starts: servers start per session, so it must not say any started now, and none runs while no
+    client has come."""
     port = free_port()
     command = [*LAZYMCP, "gateway", "--config", str(config_of(tmp_path, h=hostile())), "--http", f"127.0.0.1:{port}"]
     env = {**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
@@ -105,19 +98,15 @@ async def test_the_http_gateways_start_up_line_counts_the_servers_it_started(tmp
             with anyio.fail_after(30):
                 assert process.stderr is not None
                 first = (await BufferedByteReceiveStream(process.stderr).receive_until(b"\n", 1 << 16)).decode()
-                await until_listening(port)
+                await until_listening(port, process)
             assert "started now" not in first, first  # over HTTP each session starts its own
-            claimed = 0
-            with anyio.move_on_after(3):
-                while len(children(process.pid)) < claimed:  # noqa: ASYNC110 (a process table, not an event)
-                    await anyio.sleep(0.05)
-            running = len(children(process.pid))
+            running = children(process.pid)
         finally:
             process.kill()
-    assert claimed == running, first
+    assert running == [], first
 
 
-# --- regressions: these pass today ----------------------------------------------------------------------
+# --- refused addresses, and reports of servers that fail ----------------------------------------------
 
 
 def test_the_proxy_refuses_an_address_it_cannot_listen_on_in_one_line() -> None:
@@ -144,8 +133,8 @@ async def stderr_of_a_session_with(tmp_path: Path, command: list[str]) -> str:
 
 @pytest.mark.anyio
 async def test_the_gateways_reports_on_stderr_name_the_gateway(tmp_path: Path) -> None:
-    """Since the gateway runs on the proxy's ``Link``, what it reports of its servers goes through
-    ``lazymcp.limits.say``: "lazymcp proxy: server 's': …". At 648a861 it was "lazymcp gateway: …"."""
+    """The gateway runs on the proxy's ``Driver``; what it reports of its servers ("server 's': …") still
+    names the gateway, not the proxy ("lazymcp proxy: …")."""
     err = await stderr_of_a_session_with(tmp_path, [sys.executable, "-c", "raise SystemExit(4)"])
     assert "server 's'" in err, err
     assert "lazymcp proxy:" not in err, err
@@ -155,10 +144,9 @@ async def test_the_gateways_reports_on_stderr_name_the_gateway(tmp_path: Path) -
 async def test_a_server_that_never_answers_its_handshake_fails_once_and_is_not_said_to_refuse(
     tmp_path: Path,
 ) -> None:
-    """The router's timeout fails the server (``_down``); ``_down`` relays the router's error for the
-    gateway's own pending ``initialize`` through ``_to_client``, which takes it for the handshake's
-    answer and calls ``_down`` again: two reports (the second "it refused the gateway's initialize"),
-    and two failures counted, so its first backoff is already doubled."""
+    """The router's timeout fails the server (``_down``) once: the router's error for the gateway's own
+    pending ``initialize`` is not taken for the handshake's answer, which would fail it a second time
+    (a second report, "it refused the gateway's initialize", and a first backoff already doubled)."""
     err = await stderr_of_a_session_with(tmp_path, SILENT)
     reports = [line for line in err.splitlines() if "server 's'" in line]
     assert len(reports) == 1 and "refused" not in reports[0], reports

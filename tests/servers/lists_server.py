@@ -1,5 +1,5 @@
 """A 2025-11-25 stdio MCP server (raw JSON-RPC) whose resources are kept in a file, as a filesystem or a
-notes server keeps them: ``review_lists_server.py FILE`` (a JSON list of URIs).
+notes server keeps them: ``lists_server.py FILE`` (a JSON list of URIs).
 
 Its one tool, ``add``, appends ``arguments.uri`` to the file and sends
 ``notifications/resources/list_changed``; ``resources/list`` reads the file each time."""

@@ -1,15 +1,12 @@
-"""Review of the gateway core over stdio: ids that cross between a server and the client, and state
-kept per request id that outlives its request. Real ``lazymcp gateway`` processes (or a real ``Link``
-over a real server process) in front of ``servers/hostile_upstream.py``; every wait is bounded."""
+"""The gateway core over stdio, request by request: ids that cross between a server and the client,
+state kept per request id that must not outlive its request, and what a 2026-07-28 client is answered.
+Real ``lazymcp gateway`` processes (or a real ``Driver`` over a real server process) in front of the raw
+servers in ``servers/``; every wait is bounded."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import sys
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,44 +15,16 @@ import pytest
 
 from lazymcp.entries import ServerEntry
 from lazymcp.gateway.front import Gateway
+from lazymcp.jsonrpc import Frame
 from lazymcp.options import Options
 from lazymcp.run.driver import Driver
 from lazymcp.run.wire import sdk_serializer
 
-from .test_bounded import INIT, INITIALIZED, MODERN, TIMEOUT, Peer, hostile, request, tool_call
-
-SERVERS = Path(__file__).with_name("servers")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+from .conftest import SERVERS, until
+from .raw import INIT, INITIALIZED, TIMEOUT, Peer, config_of, gateway, hostile, modern, request, tool_call
 
 
-def config_of(tmp_path: Path, **servers: list[str]) -> Path:
-    path = tmp_path / "mcp.json"
-    entries = {name: {"command": command[0], "args": command[1:]} for name, command in servers.items()}
-    path.write_text(json.dumps({"mcpServers": entries}))
-    return path
-
-
-@asynccontextmanager
-async def gateway(config: Path, cache: Path, *flags: str) -> AsyncGenerator[Peer]:
-    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), *flags]
-    env = {**os.environ, "LAZYMCP_CACHE_DIR": str(cache)}
-    async with await anyio.open_process(command, env=env) as process:
-        try:
-            yield Peer(process)
-        finally:
-            if process.returncode is None:
-                process.kill()
-
-
-def modern(request_id: object, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    return request(request_id, method, {**(params or {}), "_meta": MODERN})
-
-
-async def until(peer: Peer, request_id: object) -> list[dict[str, Any]]:
+async def through_answer(peer: Peer, request_id: object) -> list[dict[str, Any]]:
     """Every message up to and including the answer to ``request_id``."""
     seen: list[dict[str, Any]] = []
     while True:
@@ -65,14 +34,39 @@ async def until(peer: Peer, request_id: object) -> list[dict[str, Any]]:
             return seen
 
 
-# --- findings: these fail today -----------------------------------------------------------------------
+ELICITATION = {"elicitation": {}}
+"""The capabilities of a client that servers may ask (``elicitation/create``)."""
+
+
+class Outbox:
+    """What a ``Driver`` sends its client, as it comes."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._arrived = anyio.Event()
+
+    def __call__(self, frame: Frame) -> None:
+        self.messages.append(frame.message)
+        self._arrived.set()
+
+    async def answer(self, request_id: object) -> dict[str, Any]:
+        """The answer to ``request_id``, once it has come."""
+        while True:
+            for message in self.messages:
+                if message.get("id") == request_id and "method" not in message:
+                    return message
+            self._arrived = anyio.Event()
+            await self._arrived.wait()
+
+
+# --- ids that cross, and state per request id --------------------------------------------------------
 
 
 @pytest.mark.anyio
 async def test_a_2026_client_reusing_the_id_of_a_cancelled_call_gets_its_tool_list(tmp_path: Path) -> None:
-    """The cancelled call's entry of the 2026 client's calls is never removed, so the next request under the
-    same id (here a tools/list the gateway answers itself) is re-shaped as a ``tools/call`` result:
-    its ``tools`` are dropped by the wire model."""
+    """A cancelled call's entry among the 2026 client's calls is removed with it. Kept, it would re-shape
+    the next request under the same id (here a tools/list the gateway answers itself) as a ``tools/call``
+    result, whose wire model drops the ``tools``."""
     config = config_of(tmp_path, h=hostile())
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, tmp_path / "cache") as peer:
@@ -88,28 +82,26 @@ async def test_a_2026_client_reusing_the_id_of_a_cancelled_call_gets_its_tool_li
 
 @pytest.mark.anyio
 async def test_a_servers_cancellation_of_its_request_names_the_id_the_client_was_given(tmp_path: Path) -> None:
-    """A server's request to the client goes out under a gateway id (``lazymcp-gateway-N``), but the
-    server's ``notifications/cancelled`` for it goes out with the server's own id: the client cannot
-    tell which request was cancelled (and two servers' ids may collide)."""
+    """A server's request to the client goes out under a gateway id (``lazymcp-gateway-N``), and so must the
+    server's ``notifications/cancelled`` for it: under the server's own id the client could not tell which
+    request was cancelled (and two servers' ids may collide)."""
     config = config_of(tmp_path, h=hostile())
-    init: dict[str, Any] = {**INIT, "capabilities": {"elicitation": {}}}
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, tmp_path / "cache", "--mode", "eager") as peer:
-            await peer.send(request(0, "initialize", init), INITIALIZED, request(1, "tools/list"))
-            await peer.answer(1)
+            await peer.begin(ELICITATION)
             await peer.send(tool_call(2, "h__ask", cancel=True))
-            seen = await until(peer, 2)
+            seen = await through_answer(peer, 2)
     asked = [m["id"] for m in seen if m.get("method") == "elicitation/create"]
     cancelled = [m["params"]["requestId"] for m in seen if m.get("method") == "notifications/cancelled"]
     assert asked and str(asked[0]).startswith("lazymcp-gateway-")
     assert cancelled == asked, f"asked as {asked}, cancelled as {cancelled}"
 
 
-async def _link(**settings: Any) -> tuple[Gateway, Driver, list[dict[str, Any]]]:
+async def _link(**settings: Any) -> tuple[Gateway, Driver, Outbox]:
     entry = ServerEntry("h", command=tuple(hostile()))
     core = Gateway([entry], Options(mode="eager"), serialize=sdk_serializer, **settings)
-    out: list[dict[str, Any]] = []
-    link = Driver(core, lambda frame: out.append(frame.message))
+    out = Outbox()
+    link = Driver(core, out)
     await link.start()
     return core, link, out
 
@@ -118,30 +110,21 @@ def _send(link: Driver, message: dict[str, Any]) -> None:
     link.from_client(json.dumps(message).encode())
 
 
-async def _answered(out: list[dict[str, Any]], request_id: object) -> dict[str, Any]:
-    while True:
-        for message in out:
-            if message.get("id") == request_id and "method" not in message:
-                return message
-        await asyncio.sleep(0.02)  # bounded by the caller's fail_after: the server is answering
-
-
 @pytest.mark.anyio
 async def test_server_requests_the_server_cancels_leave_nothing_behind_in_the_gateway() -> None:
     """``Gateway._asked`` (gateway id -> server, its id) gets an entry per request a server makes of the
-    client and loses it only when the client answers: a server that asks and cancels (or a client that
-    never answers) grows it without bound for the whole session."""
+    client, and loses it when the server cancels it too: otherwise a server that asks and cancels would
+    grow it without bound for the whole session."""
     with anyio.fail_after(TIMEOUT):
         core, link, out = await _link()
         try:
-            init: dict[str, Any] = {**INIT, "capabilities": {"elicitation": {}}}
-            _send(link, request(0, "initialize", init))
+            _send(link, request(0, "initialize", {**INIT, "capabilities": ELICITATION}))
             _send(link, INITIALIZED)
             _send(link, request(1, "tools/list"))
-            await _answered(out, 1)
+            await out.answer(1)
             for number in range(2, 42):
                 _send(link, tool_call(number, "h__ask", cancel=True))
-                await _answered(out, number)
+                await out.answer(number)
             left = len(core.session.asked)
         finally:
             await link.close()
@@ -150,19 +133,19 @@ async def test_server_requests_the_server_cancels_leave_nothing_behind_in_the_ga
 
 @pytest.mark.anyio
 async def test_cancelled_2026_calls_leave_nothing_behind_in_the_gateway() -> None:
-    """The 2026 client's calls (``ModernClient._calls``) get an entry per request a server answers,
-    removed only when the answer passes: every cancelled call (every POST a 2026 HTTP client closes or
-    that times out, on the one shared 2026 session) stays in it for the life of the gateway."""
+    """The 2026 client's calls (``ModernClient._calls``) get an entry per request a server answers, and
+    a cancelled call's goes too: otherwise every POST a 2026 HTTP client closes or that times out (on the
+    one shared 2026 session) would stay in it for the life of the gateway."""
     with anyio.fail_after(TIMEOUT):
         core, link, out = await _link()
         try:
             _send(link, modern(1, "tools/list"))
-            await _answered(out, 1)
+            await out.answer(1)
             for number in range(2, 42):
                 _send(link, modern(number, "tools/call", {"name": "h__hang", "arguments": {}}))
                 _send(link, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": number}})
             _send(link, modern(99, "ping"))
-            await _answered(out, 99)
+            await out.answer(99)
             left = len(core.session.calls)
         finally:
             await link.close()
@@ -171,11 +154,11 @@ async def test_cancelled_2026_calls_leave_nothing_behind_in_the_gateway() -> Non
 
 @pytest.mark.anyio
 async def test_a_2026_result_holding_a_method_member_still_gets_its_envelope(tmp_path: Path) -> None:
-    """``Gateway._envelop`` tells answers from requests by the bytes ``"method"`` in the line: a result
-    that holds a ``method`` member (an HTTP tool's structured content, a prompt or resource named
-    "method") is taken for a request, goes out without the 2026 envelope, and leaves its
-    calls entry behind."""
-    config = config_of(tmp_path, p=[sys.executable, str(SERVERS / "review_pid_server.py")])
+    """A result that holds a ``method`` member (an HTTP tool's structured content, a prompt or resource
+    named "method") is still an answer: it goes out in the 2026 envelope like any other, and does not
+    leave its calls entry behind (as it would if answers were told from requests by the bytes
+    ``"method"`` in the line)."""
+    config = config_of(tmp_path, p=[sys.executable, str(SERVERS / "pid_server.py")])
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, tmp_path / "cache") as peer:
             await peer.send(modern(1, "tools/call", {"name": "p__whoami", "arguments": {}}))
@@ -189,25 +172,27 @@ async def test_a_2026_result_holding_a_method_member_still_gets_its_envelope(tmp
 
 @pytest.mark.anyio
 async def test_an_answer_to_a_dead_servers_request_does_not_reach_its_successor(tmp_path: Path) -> None:
-    """``Gateway._asked`` outlives the server process that asked: the client's late answer to the dead
-    process's request (gateway id 1, server id ``q-1``) is handed to the restarted process as the
-    answer to *its* ``q-1``, a different question (gateway id 2)."""
-    config = config_of(tmp_path, a=[sys.executable, str(SERVERS / "review_asking_server.py")])
-    init: dict[str, Any] = {**INIT, "capabilities": {"elicitation": {}}}
+    """The requests a server process asked end with it: the client's late answer to the dead process's
+    request (gateway id 1, server id ``q-1``) must not reach the restarted process as the answer to *its*
+    ``q-1``, a different question (gateway id 2)."""
+    config = config_of(tmp_path, a=[sys.executable, str(SERVERS / "asking_server.py")])
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, tmp_path / "cache", "--mode", "eager") as peer:
-            await peer.send(request(0, "initialize", init), INITIALIZED, request(1, "tools/list"))
-            await peer.answer(1)
+            await peer.begin(ELICITATION)
             await peer.send(tool_call(2, "a__ask"))
             old = await peer.read()
             assert old.get("method") == "elicitation/create", old
             await peer.send(tool_call(3, "a__die"))
             await peer.answer(3)
             new: dict[str, Any] = {}
-            while new.get("method") != "elicitation/create":  # refused within the backoff, then started again
-                await anyio.sleep(0.3)
+
+            async def asks_again() -> bool:  # refused within the backoff, then started again
+                nonlocal new
                 await peer.send(tool_call(4, "a__ask"))
                 new = await peer.read()
+                return new.get("method") == "elicitation/create"
+
+            await until(asks_again, within=TIMEOUT / 2, what="server 'a' started again after its backoff")
             assert new["id"] != old["id"]
             stale = {"action": "accept", "content": {"who": "the dead process's question"}}
             await peer.send({"jsonrpc": "2.0", "id": old["id"], "result": stale})
@@ -219,22 +204,20 @@ async def test_an_answer_to_a_dead_servers_request_does_not_reach_its_successor(
 
 @pytest.mark.anyio
 async def test_a_server_request_spelled_with_an_escaped_key_still_gets_a_gateway_id(tmp_path: Path) -> None:
-    """``Gateway._to_client`` decides a server's line needs no mapping when its bytes lack ``"method"``;
-    a server that writes the key as ``"\\u006dethod"`` gets its request to the client through under its
-    own id (two servers' ids may then meet, and the client's answer, under that id, is dropped)."""
-    config = config_of(tmp_path, e=[sys.executable, str(SERVERS / "review_escaped_server.py")])
-    init: dict[str, Any] = {**INIT, "capabilities": {"elicitation": {}}}
+    """A server that writes the key as ``"\\u006dethod"`` still makes a request, and it goes to the client
+    under a gateway id. Were a line taken to need no mapping when its bytes lack ``"method"``, it would go
+    under the server's own id (two servers' ids may then meet, and the client's answer is dropped)."""
+    config = config_of(tmp_path, e=[sys.executable, str(SERVERS / "escaped_server.py")])
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, tmp_path / "cache", "--mode", "eager") as peer:
-            await peer.send(request(0, "initialize", init), INITIALIZED, request(1, "tools/list"))
-            await peer.answer(1)
+            await peer.begin(ELICITATION)
             await peer.send(tool_call(2, "e__ask"))
             asked = await peer.read()
     assert asked.get("method") == "elicitation/create", asked
     assert str(asked["id"]).startswith("lazymcp-gateway-"), asked
 
 
-# --- regressions: these pass today ----------------------------------------------------------------------
+# --- what a 2026 client is answered ----------------------------------------------------------------------
 
 
 @pytest.mark.anyio
@@ -266,7 +249,7 @@ async def test_a_2026_listen_stream_hears_a_servers_new_tools_until_it_is_cancel
             heard = [await peer.read(), await peer.read()]
             await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}})
             await peer.send(modern(3, "tools/call", {"name": "c__grow", "arguments": {}}))
-            after = await until(peer, 3)
+            after = await through_answer(peer, 3)
     assert ack["method"] == "notifications/subscriptions/acknowledged"
     events = [m for m in heard if m.get("method") == "notifications/tools/list_changed"]
     assert events and events[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 9, heard
