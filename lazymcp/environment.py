@@ -58,8 +58,14 @@ def parent_environment() -> dict[str, str]:
     return env
 
 
+def passed_on(own: Mapping[str, str]) -> dict[str, str]:
+    """The environment of the proxy's one server: lazymcp's own, as it was given, minus its secrets, with
+    ``own`` on top."""
+    return {**{name: value for name, value in parent_environment().items() if name not in SECRETS}, **own}
+
+
 def server_environment(own: Mapping[str, str], inherit: bool | Sequence[str]) -> dict[str, str]:
-    """The environment of a server process: the safe base (``inherit``: True, the whole environment; a
+    """The environment of a gateway's server: the safe base (``inherit``: True, the whole environment; a
     list, those variables too), lazymcp's secrets taken out, then the server's ``own`` variables, and how
     deep in gateways it runs."""
     parent = parent_environment()

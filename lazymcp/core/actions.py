@@ -106,6 +106,9 @@ class Core(Protocol):
 
     command: str
     """What runs, as reports on stderr name it: ``proxy`` or ``gateway``."""
+    isolates_servers: bool
+    """Each server fails alone and sees only its own environment (the gateway); else the session is its one
+    server's (the proxy: the client's configuration sets that server's environment on the proxy's entry)."""
     timeout: float | None
 
     def entry(self, server: str) -> ServerEntry:

@@ -61,6 +61,7 @@ class Proxy:
     serialize: Serializer | None = None
     """The 2026 wire model results bridged to a 2026 client go through."""
     command: str = "proxy"
+    isolates_servers: bool = False
     session: ClientSession = field(init=False)
     upstream: Upstream = field(init=False)
     _running: bool = False

@@ -87,6 +87,7 @@ class Gateway:
     seed: Seed | None = None
     """The catalog of a gateway over the same manifests (an earlier HTTP session's): used, not rebuilt."""
     command: str = "gateway"
+    isolates_servers: bool = True
     servers: Servers = field(init=False)
     merged: Merged = field(init=False)
     session: ClientSession = field(init=False)

@@ -22,7 +22,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from lazymcp import jsonrpc
-from lazymcp.environment import server_environment
+from lazymcp.environment import passed_on, server_environment
 from lazymcp.errors import UpstreamError
 from lazymcp.limits import OUTBOX, READ_SIZE, SHUTDOWN_GRACE
 
@@ -224,11 +224,14 @@ class ProcessConnection:
         transport.close()
 
 
-def connect(entry: ServerEntry) -> Connection:
-    """How a server of the configuration is reached: its process, or its URL."""
+def connect(entry: ServerEntry, *, isolated: bool) -> Connection:
+    """How a server is reached: its process, or its URL. ``isolated``: a gateway's server, given the safe
+    base of the environment and its own; else the proxy's one server, given the proxy's whole environment
+    (``lazymcp.environment``)."""
     if entry.url is not None:
         return HttpConnection(entry.url, entry.headers)
-    return ProcessConnection(entry.command, server_environment(entry.env, entry.inherit_env), entry.cwd)
+    env = server_environment(entry.env, entry.inherit_env) if isolated else passed_on(entry.env)
+    return ProcessConnection(entry.command, env, entry.cwd)
 
 
 def _parent_death_signal() -> Callable[[], None] | None:

@@ -26,7 +26,6 @@ from lazymcp.notices import proxy_catalog_in, say
 from lazymcp.run.connections import Connection, connect
 
 if TYPE_CHECKING:
-    from lazymcp.entries import ServerEntry
     from lazymcp.run.manifests import ManifestStore
 
 CLOSE_GRACE = 10.0
@@ -44,7 +43,7 @@ class Driver:
         to_client: FrameSink,
         *,
         store: ManifestStore | None = None,
-        connector: Callable[[ServerEntry], Connection] = connect,
+        connector: Callable[..., Connection] = connect,
     ) -> None:
         self.core = core
         self.to_client = to_client
@@ -166,7 +165,7 @@ class Driver:
     async def _run(self, server: str, ready: asyncio.Future[None]) -> None:
         """One server's whole life in one task, since a connection's scopes (the SDK's HTTP client) must
         be left in the task that entered them: started, run until ``_stop`` or ``close``, stopped."""
-        connection = self.connector(self.core.entry(server))
+        connection = self.connector(self.core.entry(server), isolated=self.core.isolates_servers)
         stop = self._stops[connection] = asyncio.Event()
         try:
             await self._start(server, connection)

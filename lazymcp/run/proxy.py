@@ -32,8 +32,8 @@ def proxy_core(upstream: Sequence[str] | str, options: Options | None, limits: L
 
     if isinstance(upstream, str):
         entry = ServerEntry(UPSTREAM, url=upstream)
-    else:  # the client's configuration sets the server's environment on the proxy's entry: passed on
-        entry = ServerEntry(UPSTREAM, command=tuple(upstream), inherit_env=True)
+    else:
+        entry = ServerEntry(UPSTREAM, command=tuple(upstream))
     return Proxy(
         entry,
         options or Options(),
