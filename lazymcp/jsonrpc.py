@@ -185,12 +185,13 @@ class Frame:
 
 
 def line_of(frame: Frame) -> bytes | None:
-    """A frame's line to write; a message made here that nests too deeply to encode (a server's deep result
-    shaped anew, say) becomes the error answering its request instead (None: a notification, dropped)."""
+    """A frame's line to write; an answer made here that nests too deeply to encode (a server's deep result
+    shaped anew, say) becomes an error answering the same request instead (None: any other message, which
+    is dropped: an error would answer a request nobody made)."""
     try:
         return frame.line
     except orjson.JSONEncodeError:
-        if frame.is_notification or not valid_id(frame.id):
+        if not frame.is_answer or not valid_id(frame.id):
             return None
         return encode(error_message(frame.id, ErrorCode.INTERNAL_ERROR, "Internal error: the answer nests too deeply"))
 

@@ -137,7 +137,10 @@ class Gateway:
         client = self.session.record.initialize
         if client is None and self.wait_for_client:
             return None
-        return client_params(client or {}, self.client_info)
+        params = client_params(client or {}, self.client_info)
+        if not Frame({"params": params}).fits():  # what the client said of itself cannot be passed on
+            params = client_params({"protocolVersion": params["protocolVersion"]}, self.client_info)
+        return params
 
     def _open_waiting(self, now: float) -> list[Action]:
         """The client is known: the servers started before it came open their handshakes."""
@@ -232,7 +235,11 @@ class Gateway:
         if asked is None:
             return []
         server, original = asked
-        return self._happened(self.servers.answer(server, frame.changed(id=original), now), now)
+        answer = frame.changed(id=original)
+        if not answer.fits():  # the server is told, in words, why its request got no answer
+            text = "Internal error: the client's answer nests too deeply to pass on"
+            answer = _error(original, ErrorCode.INTERNAL_ERROR, text)
+        return self._happened(self.servers.answer(server, answer, now), now)
 
     def _tools(self, frame: Frame, now: float) -> list[Action]:
         """A ``tools/*`` request through the one door: answered here, or a call for its server."""
@@ -276,6 +283,8 @@ class Gateway:
         """A list every server answers a part of: asked of each, answered when all parts are in."""
         if not len(self.servers):
             return [self._answer(_result(request_id, {LISTS[method]: []}))]
+        if not Frame({"params": params}).fits():  # no server could be asked: refused in words, at once
+            return [self._answer(jsonrpc.too_deep(request_id))]
         actions: list[Action] = []
         for name, request in self.passthrough.begin(request_id, method, params):
             cached = self.servers[name].cached(method, now)
@@ -313,8 +322,13 @@ class Gateway:
         if isinstance(event, Reply):
             return self._reply(server, event.frame)
         if isinstance(event, Asks):  # a request to the client: sampling, elicitation, roots, ping
-            asked = self.session.asked.ask(server, event.frame.message["id"])
-            return [ToClient(event.frame.changed(id=asked))]
+            original = event.frame.message["id"]
+            asked = event.frame.changed(id=self.session.asked.ask(server, original))
+            if asked.fits():
+                return [ToClient(asked)]
+            self.session.asked.settle(str(asked.id))  # it cannot be written: the server is refused at once
+            refusal = _error(original, ErrorCode.INVALID_REQUEST, "Invalid request: nested too deeply to pass on")
+            return self._happened(self.servers.answer(server, refusal, now), now)
         if isinstance(event, Tools):
             return self._new_tools(server, event.catalog, now)
         return self._notice(server, event.frame)

@@ -14,6 +14,7 @@ of a session:
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -111,7 +112,7 @@ class Driver:
             return
         self.failure = reason
         self._carry_out(self.core.interrupt(reason, self.loop.time()))
-        self.say(reason)
+        say(self.core.command, reason, logging.ERROR)  # why the session ended: shown at every log level
         self.done.set_result(1)
 
     def interrupt(self, reason: str, status: int) -> None:
@@ -134,7 +135,11 @@ class Driver:
             elif isinstance(action, ToServer):
                 connection = self.connections.get(action.server)
                 if connection is not None:
-                    connection.send(action.frame.line)
+                    line = action.frame.line if action.frame.fits() else None
+                    if line is None:  # the cores refuse what they cannot write: this is the last guard
+                        self.say(f"dropped a message to server {action.server!r}: it nests too deeply to write")
+                    else:
+                        connection.send(line)
             elif isinstance(action, Start):
                 self._spawn(action.server)
             elif isinstance(action, Stop):

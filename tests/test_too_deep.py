@@ -1,5 +1,5 @@
-"""Findings on the split cores (``lazymcp.core``, ``lazymcp.gateway.front``/``servers``, ``lazymcp.run``):
-behaviour that changed with the split, each pinned by a test that fails today (``xfail(strict=True)``).
+"""Messages too deep to write again, and what the operator is told: the gateway and the proxy answer in
+words, under ids their peers know, and never stop a session over them.
 
 The process tests drive a real ``lazymcp gateway`` over its stdio and import nothing of lazymcp, so they
 run against any checkout (``PYTHONPATH=<checkout>`` reaches the subprocess too); the core tests drive
@@ -35,11 +35,6 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 DEPTH = 300
 """Levels of nesting orjson reads (at most 1024) but cannot write again (at most 254)."""
 DEEP = "[" * DEPTH + "]" * DEPTH
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def request(request_id: object, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -112,12 +107,6 @@ def server(name: str, *args: str) -> list[str]:
 # --- a gathered list whose params nest too deeply ------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gateway/front.py Gateway._call answers a gathered list's part that does not fit the encoder "
-    "with too_deep() under the part's own id (lazymcp-gateway-list-N-server), straight to the client; the "
-    "gather never completes, so the client's prompts/list is never answered",
-)
 @pytest.mark.anyio
 async def test_a_gathered_list_whose_params_nest_too_deeply_is_answered_under_the_clients_id(
     tmp_path: Path,
@@ -169,11 +158,6 @@ def _to_client(actions: list[Any]) -> list[dict[str, Any]]:
     return [json.loads(data) for data in written if data is not None]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gateway/front.py Gateway._call: a gathered list's part that does not fit the encoder is refused "
-    "under the part's id, which only the gateway knows, and the gather waits for that part for ever",
-)
 def test_the_gateway_core_answers_a_too_deep_gathered_list_under_the_clients_id() -> None:
     core = _ready_gateway()
     deep = b'{"jsonrpc":"2.0","id":9,"method":"prompts/list","params":{"x":' + DEEP.encode() + b"}}"
@@ -185,17 +169,11 @@ def test_the_gateway_core_answers_a_too_deep_gathered_list_under_the_clients_id(
 # --- a server's request, or the client's answer to one, that nests too deeply -------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="run/driver.py Driver._carry_out encodes a ToServer frame (action.frame.line) with no guard: the "
-    "client's answer renamed to the server's id (gateway/front.py _client_answer) raises out of "
-    "Driver.from_client into the stdio reader, and the client's next lines of that read are not handled",
-)
 @pytest.mark.anyio
 async def test_a_too_deep_answer_to_a_servers_request_does_not_stall_the_clients_next_request(
     tmp_path: Path,
 ) -> None:
-    config = config_of(tmp_path, s=server("review_asking_server.py"))
+    config = config_of(tmp_path, s=server("asking_server.py"))
     init: dict[str, Any] = {**INIT, "capabilities": {"elicitation": {}}}
     with anyio.fail_after(TIMEOUT):
         async with gateway(config, tmp_path / "cache", "--mode", "eager") as peer:
@@ -212,12 +190,6 @@ async def test_a_too_deep_answer_to_a_servers_request_does_not_stall_the_clients
     assert pong is not None and pong.get("result") == {}, "the ping sent after the deep answer was never answered"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gateway/front.py Gateway._heard renames a server's request to the client (changed(id=...)); one "
-    "that does not fit the encoder becomes, in jsonrpc.line_of, an error *response* under the gateway's "
-    "own id (lazymcp-gateway-N): the client is sent an answer to a request it never made",
-)
 def test_a_too_deep_server_request_sends_the_client_no_answer_to_a_request_it_never_made() -> None:
     core = _ready_gateway()
     asking = b'{"jsonrpc":"2.0","id":"q1","method":"elicitation/create","params":{"x":' + DEEP.encode() + b"}}"
@@ -228,12 +200,6 @@ def test_a_too_deep_server_request_sends_the_client_no_answer_to_a_request_it_ne
 # --- what the operator is told --------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="notices.say logs every report at WARNING (run/driver.py Driver.say, Driver.fail), where the old "
-    "say() printed it whatever the level: under --log-level error the reason a proxy session failed and "
-    "exited 1 is no longer written to stderr",
-)
 @pytest.mark.anyio
 async def test_the_reason_a_proxy_fails_is_on_stderr_under_log_level_error() -> None:
     command = [sys.executable, "-m", "lazymcp", "proxy", "--log-level", "error", "--", *server("hostile_upstream.py")]
