@@ -48,6 +48,27 @@ block of that size stays in the process's heap for good."""
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number, in glibc's malloc.h
 FLUSH_GRACE = 5.0
 """Seconds given to write the last answers to a client at exit."""
+MAX_UNANSWERED = 64
+"""Requests of one stdio client read and not yet answered (``serve``, ``proxy``, ``gateway``): past it the
+client is not read until answers go out, whoever makes them, so a client that never reads its answers
+cannot make lazymcp make and keep them without end."""
+MAX_ASKED = 64
+"""Requests of one server awaiting the client's answer (sampling, elicitation, roots): past it the server
+gets an error for each new one at once."""
+SERVER_INPUT = 16 * 1024 * 1024
+"""Bytes waiting for one gateway server to read them: past it (or when it has read nothing for
+``--timeout``) the server fails alone, its calls answered with an error, and the client and the other
+servers go on. (The proxy's one server holds its client instead: there is no one else to serve.)"""
+REFETCH_EVERY = 1.0
+"""Seconds between two fetches of one server's tool list: a server announcing changes faster has them
+gathered into one fetch (and one rebuild) a second."""
+HELD_CHANGES = 64
+"""A server's ``tools/list_changed`` notices held until its new tool list is in place, each then passed on
+to the client; past it, later ones are dropped (the client hears of the change all the same)."""
+FIRST_LIST_WAIT = 10.0
+"""Seconds the gateway's first ``tools/*`` request waits for servers without a manifest to list their
+tools (``--first-list-wait``): past it the answer goes out without them, and their tools are announced
+with ``list_changed`` when they come."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from lazymcp.addresses import is_loopback, open_front_warning
 from lazymcp.arguments import check_arguments
 from lazymcp.errors import CatalogError, ErrorCode
 from lazymcp.files import read_json
+from lazymcp.limits import MAX_UNANSWERED
 from lazymcp.messages import Tool
 from lazymcp.names import suggest
 from lazymcp.notices import say
@@ -120,8 +121,6 @@ def _stdin_lines() -> AsyncIterable[str]:
 
 FLUSH_SECONDS = 1.0
 """After the server stops, how long its last messages get to reach stdout."""
-MAX_UNANSWERED = 64
-"""Requests read and not yet answered; past it serve reads no more until answers are written."""
 DRAIN_SECONDS = 300.0
 """At the end of input, how long serve waits for the answers to the requests it has read."""
 

@@ -151,7 +151,7 @@ async def test_duplicate_and_unserializable_tools_are_left_out_and_named_once() 
             assert await client.process.wait() == 0
             stderr = await client.stderr()
     names = [tool["name"] for tool in listed["result"]["tools"]]
-    assert names == ["echo", "slow", "hang", "ask", "flood", "die", "deaf"]
+    assert names == ["echo", "slow", "hang", "ask", "flood", "die", "deaf", "swamp"]
     assert listed["result"]["tools"][0]["description"] == "The echo tool."  # the first definition wins
     assert resources["result"]["resources"][0]["uri"] == "memo://one"
     assert "result" in echoed

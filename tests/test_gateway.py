@@ -301,9 +301,9 @@ async def test_a_2026_client_lists_calls_and_reads_across_servers(config: Path, 
 
 
 @pytest.mark.anyio
-async def test_a_server_that_stops_reading_holds_the_client_only_until_it_fails(tmp_path: Path) -> None:
-    """The gateway stops reading its client while a server's input is full; once that server fails
-    (here: past --timeout), the others are reached again."""
+async def test_a_server_whose_input_stays_full_past_the_timeout_fails_alone(tmp_path: Path) -> None:
+    """A server that stops reading holds neither the client nor the others; once its input has stayed
+    full past --timeout it fails, and every call it owed gets an error naming it."""
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"deaf": entry(hostile()), "fine": entry(hostile())}}))
     failures: list[str] = []

@@ -112,15 +112,33 @@ def test_garbage_from_the_upstream_fails_it_and_a_hang_times_out() -> None:
 def test_list_changed_waits_for_the_new_catalog() -> None:
     router, _ = legacy_router()
     notice = b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}'
-    [refetch] = router.from_client(line({"jsonrpc": "2.0", "id": 3, "method": "ping"}), 0) and router.from_server(
-        UPSTREAM, notice, 0
+    [refetch] = router.from_client(line({"jsonrpc": "2.0", "id": 3, "method": "ping"}), 2) and router.from_server(
+        UPSTREAM, notice, 2
     )
     own = json.loads(refetch.data)  # type: ignore[union-attr]
     assert own["method"] == "tools/list"
     grown = [*SMALL_TOOLS, {"name": "new_tool", "inputSchema": {"type": "object"}}]
-    actions = router.from_server(UPSTREAM, line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": grown}}), 0)
+    actions = router.from_server(UPSTREAM, line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": grown}}), 2)
     assert wire(actions) == [("client", notice)]
     assert router.catalog is not None and router.catalog.get("new_tool") is not None
+
+
+def test_a_server_that_keeps_changing_is_listed_once_a_second_and_its_changes_are_told_once() -> None:
+    router, _ = legacy_router()  # its first list came at 0
+    notice = b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}'
+    assert router.from_server(UPSTREAM, notice, 0.2) == []  # within a second of the last list: put off
+    assert router.from_server(UPSTREAM, notice, 0.5) == []
+    assert router.expire(0.9) == []
+    [refetch] = router.expire(1.0)
+    own = json.loads(refetch.data)  # type: ignore[union-attr]
+    assert own["method"] == "tools/list"
+    assert router.from_server(UPSTREAM, notice, 1.1) == []  # under way: another follows it
+    grown = [*SMALL_TOOLS, {"name": "new_tool", "inputSchema": {"type": "object"}}]
+    answered = line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": grown}})
+    assert wire(router.from_server(UPSTREAM, answered, 1.2)) == [("client", notice)] * 3  # each, once it is in
+    assert router.expire(2.1) == []
+    [again] = router.expire(2.2)
+    assert json.loads(again.data)["method"] == "tools/list"  # type: ignore[union-attr]
 
 
 def test_tool_requests_before_the_catalog_wait_for_it() -> None:
@@ -292,10 +310,10 @@ def test_a_bridged_listen_stream_gets_the_upstreams_list_changed() -> None:
     listen = {"notifications": {"toolsListChanged": True}, "_meta": MODERN}
     [ack] = router.from_client(line({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": listen}), 0)
     assert json.loads(ack.data)["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 9}  # type: ignore[union-attr]
-    [refetch] = router.from_server(UPSTREAM, b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}', 0)
+    [refetch] = router.from_server(UPSTREAM, b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}', 2)
     own = json.loads(refetch.data)  # type: ignore[union-attr]
     [event] = router.from_server(
-        UPSTREAM, line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": SMALL_TOOLS[:1]}}), 0
+        UPSTREAM, line({"jsonrpc": "2.0", "id": own["id"], "result": {"tools": SMALL_TOOLS[:1]}}), 2
     )
     assert json.loads(event.data) == {  # type: ignore[union-attr]
         "jsonrpc": "2.0",

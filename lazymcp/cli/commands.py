@@ -179,6 +179,7 @@ def gateway(args: argparse.Namespace) -> int:
             limits=limits_of(args),
             eager=args.eager_start,
             refresh=args.refresh,
+            first_list_wait=args.first_list_wait or None,
             http=args.http,
             access=access_of(args),
             allow_hosts=tuple(args.allow_host),

@@ -10,6 +10,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from lazymcp.limits import FIRST_LIST_WAIT
 from lazymcp.messages import MODES
 from lazymcp.notices import LEVELS
 from lazymcp.options import SETTINGS, Setting
@@ -193,6 +194,15 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
     gateway.add_argument("--config", metavar="FILE", required=True, help="mcpServers (or VS Code servers) JSON file")
     gateway.add_argument("--refresh", action="store_true", help="start every server, rebuild its manifest, exit")
     gateway.add_argument("--eager-start", action="store_true", help="start every server at launch")
+    gateway.add_argument(
+        "--first-list-wait",
+        type=float,
+        default=FIRST_LIST_WAIT,
+        metavar="SECONDS",
+        help="how long a tools/* request waits for servers without a manifest to list their tools; past it the"
+        f" answer goes out without them, their tools announced when they come (0: until --timeout; default:"
+        f" {FIRST_LIST_WAIT:g})",
+    )
     gateway.add_argument(
         "--mode",
         dest="gateway_mode",

@@ -1,5 +1,6 @@
 """A server's catalog of its tools, for the proxy and the gateway alike: every page of the server's own
-``tools/list`` (``lazy: false``) built into a ``Catalog``, and built again after each ``list_changed``.
+``tools/list`` (``lazy: false``) built into a ``Catalog``, and built again after a ``list_changed`` (at most
+once every ``REFETCH_EVERY`` seconds: the changes of a server that churns are gathered).
 
 Sans-IO: ``lazymcp.core.upstream`` sends the requests this asks for and hands it each answer. A listing is bounded
 in pages and time, and a bad tool is left out of the catalog (``Catalog.build(rejected=...)``), not fatal.
@@ -14,6 +15,7 @@ from lazymcp import jsonrpc
 from lazymcp.catalog import Catalog
 from lazymcp.errors import CatalogError, ErrorCode
 from lazymcp.jsonrpc import Message
+from lazymcp.limits import REFETCH_EVERY
 from lazymcp.messages import Tool
 from lazymcp.modes import check_configuration
 from lazymcp.options import Options
@@ -40,6 +42,8 @@ class UpstreamTools:
     catalog: Catalog | None = None
     fetching: bool = False
     _again: bool = False
+    _deferred: bool = False
+    _done: float = float("-inf")  # when the last catalog came in
     _pages: Pages = field(default_factory=Pages)
     _started: float = 0.0
     _notes: list[str] = field(default_factory=lambda: [])
@@ -50,6 +54,10 @@ class UpstreamTools:
         if self.fetching:
             self._again = True
             return None
+        if self.catalog is not None and now < self._done + REFETCH_EVERY:
+            self._deferred = True  # a server that keeps changing is listed once a second at most (``due``)
+            return None
+        self._deferred = False
         self.fetching = True
         self._started = now
         # lazy=false: an upstream that is itself lazy must hand over its full tools.
@@ -60,6 +68,10 @@ class UpstreamTools:
         """What the operator should read about the last catalog: each tool left out, once."""
         notes, self._notes = self._notes, []
         return notes
+
+    def due(self, now: float) -> bool:
+        """Is a fetch put off by ``REFETCH_EVERY`` due now?"""
+        return self._deferred and not self.fetching and now >= self._done + REFETCH_EVERY
 
     def again(self) -> bool:
         """Was a fetch asked for while the last one was under way? (Asks only once.)"""
@@ -105,6 +117,7 @@ class UpstreamTools:
         self._quarantined.update(rejected)
         self.catalog = catalog
         self.fetching = False
+        self._done = now
         self._pages = Pages()
         return catalog
 

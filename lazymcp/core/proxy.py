@@ -166,6 +166,9 @@ class Proxy:
             self._held.append(frame)
             return []
         method = frame.method
+        if method == "notifications/cancelled" and self.session.withdraw(frame.params.get("requestId")):
+            self.session.cancelled(frame.params.get("requestId"))
+            return []  # it waited for the catalog: never answered now, and the server never had it
         if self.bridging:
             if method == "notifications/cancelled":
                 self.session.cancelled(frame.params.get("requestId"))

@@ -152,6 +152,15 @@ class ClientSession:
         """A change notification as events on the client's listen streams that asked for it."""
         return [Frame(event) for event in self.bridge.to_listeners(method)]
 
+    def withdraw(self, request_id: object) -> bool:
+        """Take back a request waiting for the first tool lists (it was cancelled): True when one was."""
+        key = id_key(request_id)
+        kept = [frame for frame in self.waiting if id_key(frame.id) != key]
+        if len(kept) == len(self.waiting):
+            return False
+        self.waiting = kept
+        return True
+
     def cancelled(self, request_id: object) -> None:
         """The client gave up on a request: no answer is owed it, and a listen stream of that id ends."""
         self.calls.pop(id_key(request_id), None)

@@ -46,6 +46,7 @@ from lazymcp.core.fetch import Broken, UpstreamTools
 from lazymcp.core.waits import Pending, Waits
 from lazymcp.errors import ErrorCode
 from lazymcp.jsonrpc import Frame, Message, NotJSONRPC, RequestId
+from lazymcp.limits import HELD_CHANGES, MAX_ASKED
 from lazymcp.options import Options
 
 Era = Literal["legacy", "modern"]
@@ -116,6 +117,12 @@ def refused_request(request_id: object) -> Frame:
     """The answer to a server's request that a 2026-07-28 client cannot take."""
     text = f"Method not found: {REFUSED_REQUEST}"
     return Frame(jsonrpc.error_message(request_id, ErrorCode.METHOD_NOT_FOUND, text))
+
+
+def too_many_asked(request_id: object) -> Frame:
+    """The answer to a server's request past ``MAX_ASKED`` of its requests awaiting the client."""
+    text = f"Too many requests: {MAX_ASKED} of this server's requests already await the client's answer"
+    return Frame(jsonrpc.error_message(request_id, ErrorCode.INTERNAL_ERROR, text))
 
 
 def _server_name(server_info: object) -> str | None:
@@ -256,6 +263,8 @@ class Upstream:
         if "method" in message:
             if not takes_requests:  # a 2026-07-28 client takes no requests from its server
                 return [self._to_server(refused_request(frame.id))]
+            if len(self.waits.asked) >= MAX_ASKED:  # a flood of requests the client does not answer
+                return [self._to_server(too_many_asked(frame.id))]
             self.waits.server_asked(frame.id, now)  # the server now waits on the client
             return [Asks(frame)]
         request_id = frame.id
@@ -280,7 +289,7 @@ class Upstream:
             self.waits.progressed(params.get("progressToken"), now)
         own_stream = self._listen_id is not None and meta(params).get(SUBSCRIPTION_ID_KEY) == self._listen_id
         if method == "notifications/tools/list_changed":
-            if not own_stream:
+            if not own_stream and len(self._held) < HELD_CHANGES:
                 self._held.append(frame)  # told once the new catalog is in place
             return self.fetch(now)
         if own_stream:
@@ -341,7 +350,7 @@ class Upstream:
         """The server counts as hung when a request has waited past the timeout (``Broke``); a request of
         the server's that the client left unanswered past its own timeout gets an error to the server
         and a cancellation to the client, and the server's clock runs again."""
-        events: list[Event] = []
+        events: list[Event] = self.fetch(now) if self._tools.due(now) else []
         for request_id in self.waits.expired_asks(now):
             reason = f"the client did not answer within {self.client_timeout:g} s"
             error = jsonrpc.error_message(request_id, ErrorCode.REQUEST_TIMEOUT, f"Request timed out: {reason}")

@@ -10,7 +10,9 @@ actions (``lazymcp.core.actions``); the driver carries them out. The servers' li
   server goes to it as the server's own ``tools/call`` under the client's id; its answer comes back as
   it came.
 - A server's tools come from its manifest until it runs; a server without one is started at once and
-  the first ``tools/*`` requests wait for its list. Others start on their first call.
+  the first ``tools/*`` requests wait for its list, ``first_list_wait`` seconds at most: past it they are
+  answered without it, it is named on stderr and in ``describe_tools`` (``unlisted``), and its tools are
+  announced with ``list_changed`` when they come. Others start on their first call.
 - A server that fails fails alone (``lazymcp.gateway.lifecycle``): what it owed is answered with an
   error naming it, its tools stay listed, and ``tools/describe`` marks them unavailable.
 - Requests servers make of the client (sampling, elicitation, roots) get session ids, so two servers'
@@ -34,7 +36,7 @@ from typing import Any, cast
 from lazymcp import jsonrpc
 from lazymcp.bridge import LIST_CHANGED, Envelope, Serializer, is_modern, legacy_params
 from lazymcp.catalog import Catalog
-from lazymcp.core.actions import Action, Stop, ToClient
+from lazymcp.core.actions import Action, Say, Stop, ToClient
 from lazymcp.core.session import ClientSession
 from lazymcp.core.upstream import Asks, Notice, Reply, Tools
 from lazymcp.entries import ServerEntry
@@ -46,7 +48,7 @@ from lazymcp.gateway.passthrough import LISTS, ROUTED, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
 from lazymcp.gateway.servers import Down, Happened, Heard, Servers
 from lazymcp.jsonrpc import Frame, RequestId
-from lazymcp.limits import CLIENT_TIMEOUT
+from lazymcp.limits import CLIENT_TIMEOUT, FIRST_LIST_WAIT
 from lazymcp.manifest import Manifest
 from lazymcp.messages import SEPARATOR, Tool
 from lazymcp.methods import METHODS, Answer
@@ -86,8 +88,11 @@ class Gateway:
     """The 2026 wire model results bridged to a 2026 client go through."""
     seed: Seed | None = None
     """The catalog of a gateway over the same manifests (an earlier HTTP session's): used, not rebuilt."""
+    first_list_wait: float | None = FIRST_LIST_WAIT
+    """Seconds a ``tools/*`` request waits for the first lists of starting servers (None: no bound but theirs)."""
     command: str = "gateway"
     isolates_servers: bool = True
+    _listing_deadline: float = field(init=False, default=float("inf"))
     servers: Servers = field(init=False)
     merged: Merged = field(init=False)
     session: ClientSession = field(init=False)
@@ -189,6 +194,8 @@ class Gateway:
             return [self._answer(_result(request_id, {}))]
         if method in METHODS:
             if self.servers.discovering:
+                if not self.session.waiting and self.first_list_wait:
+                    self._listing_deadline = now + self.first_list_wait
                 self.session.waiting.append(frame)
                 return []
             return self._tools(frame, now)
@@ -222,6 +229,8 @@ class Gateway:
         if method == "notifications/cancelled":
             request_id = frame.params.get("requestId")
             self.session.cancelled(request_id)  # no answer, or listen stream, is owed it now
+            if self.session.withdraw(request_id) or self.servers.withdraw(request_id):
+                return []  # not sent yet: it never will be, and no server needs telling
             owing = [server.name for server in self.servers if server.upstream and server.upstream.owes(request_id)]
         elif method in ("notifications/roots/list_changed", "notifications/progress"):
             owing = [server.name for server in self.servers]
@@ -255,7 +264,9 @@ class Gateway:
             envelope=self._envelope,
         )
         try:
-            outcome = self.merged.answer(method, message.get("params"), caller, self.servers.down)
+            outcome = self.merged.answer(
+                method, message.get("params"), caller, self.servers.down, self.servers.unlisted
+            )
         except LazyMCPError as exc:
             return [ToClient(_error(request_id, exc.code, exc.message, exc.data))]
         if isinstance(outcome, Answer):
@@ -392,9 +403,7 @@ class Gateway:
         actions: list[Action] = []
         for answer in down.answers:
             actions += self._reply(down.server, answer)
-        server = self.servers[down.server]
-        if server.tools is None:
-            server.tools = ()  # no list to show for it: the others are not kept waiting
+        if self.servers[down.server].tools is None:  # no list to show for it: the others are not kept waiting
             actions += self._release_waiting(now)
         return actions
 
@@ -422,8 +431,21 @@ class Gateway:
         return actions
 
     def expire(self, now: float) -> list[Action]:
-        """Fail every server that has left a request unanswered past the timeout."""
-        return self._happened(self.servers.expire(now), now)
+        """Fail every server that has left a request unanswered past the timeout; answer the ``tools/*``
+        requests that waited ``first_list_wait`` for the first lists without the servers still starting."""
+        actions: list[Action] = []
+        if self.session.waiting and now >= self._listing_deadline:
+            self._listing_deadline = float("inf")
+            for name in self.servers.give_up_on_listing():
+                wait = f"{self.first_list_wait:g}"
+                actions.append(
+                    Say(
+                        f"server {name!r} did not list its tools within {wait} s: answering without"
+                        " them; they are announced when they come"
+                    )
+                )
+            actions += self._release_waiting(now)
+        return actions + self._happened(self.servers.expire(now), now)
 
     # --- the merged catalog ---------------------------------------------------------------------------
 

@@ -108,11 +108,14 @@ def mark_unavailable(result: dict[str, Any], down: Mapping[str, str], names: Nam
     return {**result, "tools": [mark(tool) for tool in result["tools"]]}
 
 
-def mark_described(result: dict[str, Any], down: Mapping[str, str], names: Namespace) -> dict[str, Any]:
+def mark_described(
+    result: dict[str, Any], down: Mapping[str, str], names: Namespace, unlisted: Mapping[str, str]
+) -> dict[str, Any]:
     """A ``describe_tools`` meta-tool result whose payload names the described tools of a failed server
-    under ``unavailable`` (tool name -> reason), as ``tools/describe`` marks them in ``_meta``."""
+    under ``unavailable`` (tool name -> reason), as ``tools/describe`` marks them in ``_meta``, and the
+    servers no listing shows yet under ``unlisted`` (server -> reason)."""
     content = result.get("content")
-    if not down or not isinstance(content, list) or not content:
+    if not (down or unlisted) or not isinstance(content, list) or not content:
         return result
     first = cast(list[Any], content)[0]
     text = jsonrpc.field(first, "text")
@@ -129,9 +132,11 @@ def mark_described(result: dict[str, Any], down: Mapping[str, str], names: Names
         owner = names.owner(name) if isinstance(name, str) else None
         if isinstance(name, str) and owner is not None and owner[0] in down:
             unavailable[name] = down[owner[0]]
-    if not unavailable:
+    if not unavailable and not unlisted:
         return result
-    marked = orjson.dumps({**payload, "unavailable": unavailable}).decode()
+    marks = {"unavailable": unavailable} if unavailable else {}
+    marks |= {"unlisted": dict(unlisted)} if unlisted else {}
+    marked = orjson.dumps({**payload, **marks}).decode()
     return {**result, "content": [{**first, "text": marked}, *cast(list[Any], content)[1:]]}
 
 
@@ -190,10 +195,16 @@ class Merged:
         self.catalog, self.names = catalog, names
 
     def answer(
-        self, method: str, params: object, caller: Caller, down: Callable[[], Mapping[str, str]]
+        self,
+        method: str,
+        params: object,
+        caller: Caller,
+        down: Callable[[], Mapping[str, str]],
+        unlisted: Callable[[], Mapping[str, str]] = dict,
     ) -> Answer | Routed:
         """A ``tools/*`` request through the one door: answered here (a failed server's tools marked so,
-        ``down()``: the reason of each failed server), or the call a server runs.
+        ``down()``: the reason of each failed server; ``unlisted()``: the servers whose tools are not
+        listed yet), or the call a server runs.
 
         Raises:
             LazyMCPError: the request is malformed.
@@ -205,7 +216,7 @@ class Merged:
             if method in (DESCRIBE, DESCRIBE_BATCH):
                 result = mark_unavailable(result, down(), self.names)
             elif method == "tools/call" and self.catalog.canonical_meta_name(str(name)) == DESCRIBE_TOOLS:
-                result = mark_described(result, down(), self.names)
+                result = mark_described(result, down(), self.names, unlisted())
             return Answer(result, outcome.changed)
         if isinstance(outcome, Run):
             name, arguments = outcome.name, outcome.arguments

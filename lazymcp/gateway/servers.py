@@ -45,6 +45,8 @@ class Server:
     version: str | None = None
     lists: dict[str, Listed | list[Any]] = field(default_factory=lambda: {})
     """Its last prompt, resource and template lists, by method (bare: fetched in this run)."""
+    late: bool = False
+    """Its first tool list did not come in time: listings go on without it until it comes."""
 
     @property
     def name(self) -> str:
@@ -134,11 +136,30 @@ class Servers:
     @property
     def discovering(self) -> bool:
         """Is a running server's first tool list still awaited?"""
-        return any(s.tools is None and s.upstream is not None and s.life.state is not State.DOWN for s in self)
+        return any(self._listing(s) for s in self)
+
+    @staticmethod
+    def _listing(server: Server) -> bool:
+        return server.tools is None and server.upstream is not None and server.life.running and not server.late
+
+    def give_up_on_listing(self) -> list[str]:
+        """The servers whose first tool list is still awaited: listings no longer wait for them."""
+        late = [s for s in self if self._listing(s)]
+        for server in late:
+            server.late = True
+        return [server.name for server in late]
 
     def down(self) -> dict[str, str]:
         """Why each failed server is down, by name."""
         return {s.name: s.life.reason or "" for s in self if s.life.state is State.DOWN}
+
+    def unlisted(self) -> dict[str, str]:
+        """The servers whose tools no listing shows yet (failed, or late, before their first list), by name."""
+        return {
+            s.name: (s.life.reason or "") if s.life.state is State.DOWN else "it has not listed its tools yet"
+            for s in self
+            if s.tools is None and (s.late or s.life.state is State.DOWN)
+        }
 
     @property
     def owed(self) -> int:
@@ -153,6 +174,7 @@ class Servers:
             name, timeout=self.timeout, client_timeout=self.client_timeout, client_info=self.client_info
         )
         server.queued = []
+        server.late = False
         return [Start(name)]
 
     def started(self, name: str, handshake: dict[str, Any] | None, now: float) -> list[Happened]:
@@ -188,6 +210,17 @@ class Servers:
         happened = self.start(name) if server.life.stopped else []
         server.queued.append(frame)
         return happened
+
+    def withdraw(self, request_id: object) -> bool:
+        """Take back a client request queued for a server that is starting (it was cancelled): True when
+        one was queued."""
+        key = jsonrpc.id_key(request_id)
+        for server in self:
+            kept = [frame for frame in server.queued if not (frame.is_request and jsonrpc.id_key(frame.id) == key)]
+            if len(kept) != len(server.queued):
+                server.queued = kept
+                return True
+        return False
 
     def notify(self, name: str, frame: Frame) -> Sequence[Happened]:
         """Send a ready server a client notification."""

@@ -42,6 +42,11 @@ class Connection(Protocol):
 
     def send(self, line: bytes) -> None: ...
 
+    @property
+    def buffered(self) -> int:
+        """Bytes sent and not yet taken by the server."""
+        ...
+
     def pause(self, paused: bool) -> None:
         """Stop (True) or resume (False) reading what the server sends."""
         ...
@@ -183,6 +188,10 @@ class ProcessConnection:
         if self._stdin is not None and not self._stdin.is_closing():
             self._stdin.writelines((line, b"\n"))
 
+    @property
+    def buffered(self) -> int:
+        return self._stdin.get_write_buffer_size() if self._stdin is not None else 0
+
     def pause(self, paused: bool) -> None:
         if self._transport is None:
             return
@@ -268,6 +277,7 @@ class HttpConnection:
         self._resume = asyncio.Event()
         self._resume.set()
         self._queued = 0
+        self._queued_bytes = 0
         self._pressed = False
 
     async def start(self, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
@@ -297,9 +307,14 @@ class HttpConnection:
             return
         self._outbox.send_nowait(line)
         self._queued += 1
+        self._queued_bytes += len(line)
         if self._queued >= OUTBOX and not self._pressed:
             self._pressed = True
             self.on_pressure(True)
+
+    @property
+    def buffered(self) -> int:
+        return self._queued_bytes
 
     def pause(self, paused: bool) -> None:
         if paused:
@@ -329,6 +344,7 @@ class HttpConnection:
 
         async for line in pending:
             self._queued -= 1
+            self._queued_bytes -= len(line)
             if self._pressed and self._queued < OUTBOX // 2:
                 self._pressed = False
                 self.on_pressure(False)

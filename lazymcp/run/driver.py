@@ -22,13 +22,15 @@ from lazymcp import jsonrpc
 from lazymcp.core.actions import Action, Core, Fail, Ready, Save, Say, Start, Stop, ToClient, ToServer
 from lazymcp.errors import ErrorCode, UpstreamError
 from lazymcp.jsonrpc import Frame
-from lazymcp.limits import EXPIRE_EVERY
+from lazymcp.limits import EXPIRE_EVERY, MAX_UNANSWERED, SERVER_INPUT
 from lazymcp.notices import proxy_catalog_in, say
 from lazymcp.run.connections import Connection, connect
 
 if TYPE_CHECKING:
     from lazymcp.run.manifests import ManifestStore
 
+UNANSWERED = "unanswered"
+"""The reason ``on_hold`` gives when ``MAX_UNANSWERED`` of the client's requests wait for their answers."""
 CLOSE_GRACE = 10.0
 """Seconds ``close`` waits for the servers to stop (each gets ``SHUTDOWN_GRACE`` to exit, then a signal)."""
 
@@ -56,9 +58,13 @@ class Driver:
         self.failure: str | None = None
         self.connections: dict[str, Connection] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
-        self.on_pressure: Callable[[str, bool], None] = lambda server, paused: None
-        """A server's input is full (True) or drained (False): its client side should stop reading."""
+        self.on_hold: Callable[[str, bool], None] = lambda reason, held: None
+        """Stop (True) or resume (False) reading the client, for ``reason``: ``server NAME``, the proxy's
+        server not taking its input, or ``UNANSWERED``, too many of its requests waiting for answers."""
         self._paused = False
+        self._backlogged = False
+        self._full: dict[str, float] = {}
+        """A gateway's servers not taking their input, and since when: each fails alone past a bound."""
         self._starting: list[asyncio.Future[None]] | None = None
         self._stops: dict[Connection, asyncio.Event] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -87,6 +93,9 @@ class Driver:
             self.say(f"internal error on a client message: {exc!r}")
             error = jsonrpc.error_message(_id_of(data), ErrorCode.INTERNAL_ERROR, "Internal error")
             actions: list[Action] = [ToClient(Frame(error))]
+        if not actions and not self._backlogged and self.core.owed >= MAX_UNANSWERED:
+            self._backlogged = True  # requests kept waiting here (for the first tool lists): read no more
+            self.on_hold(UNANSWERED, True)
         self._carry_out(actions)
 
     def from_server(self, server: str, line: bytes) -> None:
@@ -140,6 +149,8 @@ class Driver:
                         self.say(f"dropped a message to server {action.server!r}: it nests too deeply to write")
                     else:
                         connection.send(line)
+                        if action.server in self._full and connection.buffered > SERVER_INPUT:
+                            self._stuck(action.server, f"{connection.buffered} bytes wait for it")
             elif isinstance(action, Start):
                 self._spawn(action.server)
             elif isinstance(action, Stop):
@@ -186,7 +197,7 @@ class Driver:
 
     async def _start(self, server: str, connection: Connection) -> None:
         self.connections[server] = connection
-        connection.on_pressure = lambda paused: self.on_pressure(server, paused)
+        connection.on_pressure = lambda paused: self._pressure(server, connection, paused)
 
         def on_line(line: bytes) -> None:
             if self.connections.get(server) is connection:
@@ -210,10 +221,28 @@ class Driver:
             connection.pause(True)
         self._carry_out(self.core.started(server, self.loop.time()))
 
+    def _pressure(self, server: str, connection: Connection, full: bool) -> None:
+        """A server's input is full (True) or drained (False). The proxy's one server holds its client; a
+        gateway's server is given ``SERVER_INPUT`` bytes and ``--timeout`` seconds, then fails alone."""
+        if self.connections.get(server) is not connection:
+            return
+        if not self.core.isolates_servers:
+            self.on_hold(f"server {server}", full)
+        elif full:
+            self._full.setdefault(server, self.loop.time())
+        else:
+            self._full.pop(server, None)
+
+    def _stuck(self, server: str, reason: str) -> None:
+        """A gateway's server does not take its input: it fails alone, and what it owed gets an error."""
+        self._full.pop(server, None)
+        self._carry_out(self.core.start_failed(server, f"it does not read its input ({reason})", self.loop.time()))
+
     def _stop(self, server: str) -> None:
+        self._full.pop(server, None)
         connection = self.connections.pop(server, None)
         if connection is not None:
-            self.on_pressure(server, False)  # a server that stopped reading holds the client no more
+            self.on_hold(f"server {server}", False)  # a server that stopped reading holds the client no more
             stop = self._stops.get(connection)
             if stop is not None:
                 stop.set()
@@ -228,6 +257,9 @@ class Driver:
             self.say(f"cannot write the manifest of server {action.server!r}: {exc.strerror or exc}")
 
     def _settle(self) -> None:
+        if self._backlogged and self.core.owed < MAX_UNANSWERED:
+            self._backlogged = False
+            self.on_hold(UNANSWERED, False)
         if self._draining is None or self.done.done():
             return
         if self.core.owed == 0:
@@ -236,7 +268,12 @@ class Driver:
             self.fail("the client's input ended and the upstream did not answer in time")
 
     def _expire(self) -> None:
-        self._carry_out(self.core.expire(self.loop.time()))
+        now = self.loop.time()
+        wait = self.core.timeout
+        for server, since in list(self._full.items()):
+            if wait and now - since >= wait:
+                self._stuck(server, f"it has been full for {wait:g} s")
+        self._carry_out(self.core.expire(now))
         if not self.done.done():
             self._timer = self.loop.call_later(EXPIRE_EVERY, self._expire)
 

@@ -24,7 +24,7 @@ from lazymcp.gateway.merged import DEFAULT_BUDGET
 from lazymcp.gateway.namespace import check_separator, check_server_name, unusable
 from lazymcp.gateway.passthrough import LISTS
 from lazymcp.jsonrpc import Frame
-from lazymcp.limits import EXPIRE_EVERY, Limits
+from lazymcp.limits import EXPIRE_EVERY, FIRST_LIST_WAIT, Limits
 from lazymcp.manifest import DEFAULT_TTL, Manifest
 from lazymcp.notices import LOGGER, say
 from lazymcp.options import Options
@@ -49,6 +49,7 @@ class Launch:
     eager: bool = False
     refresh: bool = False
     ttl: float = DEFAULT_TTL
+    first_list_wait: float | None = FIRST_LIST_WAIT
 
 
 def read_config(path: str, environ: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -95,6 +96,7 @@ def build_gateway(launch: Launch, store: ManifestStore | None, seed: Seed | None
             stale=stale,
             client_info={"name": "lazymcp-gateway", "version": __version__},
             seed=seed,
+            first_list_wait=launch.first_list_wait,
         )
     except ConfigError as exc:
         raise ConfigError(f"{config.source}: {exc.message}") from None

@@ -44,7 +44,7 @@ from lazymcp.jsonrpc import Frame
 from lazymcp.limits import DropOldest, Limits, fix_mmap_threshold
 from lazymcp.run.driver import Driver
 from lazymcp.run.http_checks import Guard, error_response, malformed, principal_of, refuse_non_json
-from lazymcp.run.http_sessions import HttpSession, event_stream
+from lazymcp.run.http_sessions import HttpSession, busy, event_stream
 
 if TYPE_CHECKING:
     from lazymcp.access import Access
@@ -252,6 +252,8 @@ class HttpFront:
                 return error_response(message.get("id"), 404, "Session not found: initialize first")
             side = found
         side.last_seen = asyncio.get_running_loop().time()
+        if side.held and method not in (None, "notifications/cancelled"):
+            return busy(message.get("id"), side.held)
         if method is None or "id" not in message:  # a notification, or the client's answer to the server
             return self._notify(side, frame)
         return await self._request(request, side, frame, headers)

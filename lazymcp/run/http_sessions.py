@@ -19,8 +19,9 @@ from lazymcp import jsonrpc
 from lazymcp.bridge import SUBSCRIPTION_ID_KEY
 from lazymcp.errors import ErrorCode
 from lazymcp.jsonrpc import Frame
-from lazymcp.limits import DropOldest, Limits
-from lazymcp.run.driver import Driver, FrameSink
+from lazymcp.limits import MAX_UNANSWERED, DropOldest, Limits
+from lazymcp.run.driver import UNANSWERED, Driver, FrameSink
+from lazymcp.run.http_checks import error_response
 
 
 class HttpSession:
@@ -28,6 +29,9 @@ class HttpSession:
 
     def __init__(self, driver: Callable[[FrameSink], Driver], *, remap_ids: bool, limits: Limits) -> None:
         self.driver = driver(self._to_client)
+        self.held: set[str] = set()
+        """Why the session takes no new messages now (``Driver.on_hold``): a POST gets 503 meanwhile."""
+        self.driver.on_hold = lambda reason, held: (self.held.add if held else self.held.discard)(reason)
         self.remap_ids = remap_ids
         """2026 requests: each gets an id of the session's own on the way in, its own back on the way out."""
         self.limits = limits
@@ -76,6 +80,15 @@ class HttpSession:
                 waiter.set_result(Frame(error))
         self.waiting.clear()
         await self.driver.close()
+
+
+def busy(request_id: object, held: set[str]) -> Response:
+    """The 503 a POST gets while its session is held: why, and when to try again."""
+    unanswered = f"{MAX_UNANSWERED} requests wait for answers"
+    why = sorted(unanswered if reason == UNANSWERED else f"{reason} is not reading" for reason in held)
+    response = error_response(request_id, 503, f"Server busy: {'; '.join(why)}", code=ErrorCode.INTERNAL_ERROR)
+    response.headers["Retry-After"] = "1"
+    return response
 
 
 class StreamOwner(Protocol):

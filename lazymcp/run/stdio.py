@@ -182,7 +182,7 @@ async def run_stdio(
         driver.pause(paused)  # nor read the servers: their messages would pile up here
 
     client.on_out_pressure = out_pressure
-    driver.on_pressure = lambda server, paused: client.hold(f"server {server}", paused)
+    driver.on_hold = client.hold
     await client.open_output()
     signals = _on_signals(loop, driver)
     try:
