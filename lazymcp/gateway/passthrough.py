@@ -4,10 +4,11 @@ answers a part of.
 
 A list request is sent to each enabled server under the gateway's own id (or answered from its
 manifest when it is not running); the parts are joined in the configuration's order, prompts renamed
-like tools. A server that fails or has no such method adds nothing. A prompt's name names its server
-by its prefix. Each resource listed remembers its server, so ``resources/read`` and ``subscribe``
-reach it; a URI no list has shown goes to the server whose URI templates' scheme matches it, else it
-is unknown.
+like tools. A server that fails or has no such method adds nothing. A prompt listed twice is listed
+once. A prompt listed is got from the server that listed it; one not listed yet, from the one server
+whose prefix begins its name (``namespace.check_prefixes`` leaves one at most). Each resource listed
+remembers its server, so ``resources/read`` and ``subscribe`` reach it; a URI no list has shown goes to
+the server whose URI templates' scheme matches it, else it is unknown.
 """
 
 from __future__ import annotations
@@ -94,15 +95,21 @@ class Passthrough:
         return {"jsonrpc": "2.0", "id": gather.request_id, "result": {LISTS[gather.method]: self._joined(gather)}}
 
     def _joined(self, gather: Gather) -> list[Any]:
+        """The parts in the configuration's order; an entry whose prompt name an earlier entry listed is
+        left out, so each has one owner: the first server to list it."""
         joined: list[Any] = []
+        listers: dict[str, list[str]] = {}  # each gateway prompt name listed: its servers, first first
         for server in self.servers:
             for entry in gather.parts.get(server, []):
                 if not isinstance(entry, dict):
                     continue
                 entry = cast(dict[str, Any], entry)
                 if gather.method == "prompts/list" and isinstance(entry.get("name"), str):
-                    self.names.owners[self.names.name(server, entry["name"])] = (server, entry["name"])
-                    entry = {**entry, "name": self.names.name(server, entry["name"])}
+                    name = self.names.name(server, entry["name"])
+                    if not _first(listers, name, server):
+                        continue
+                    self.names.owners[name] = (server, entry["name"])
+                    entry = {**entry, "name": name}
                 elif gather.method == "resources/list" and isinstance(entry.get("uri"), str):
                     self.resources[entry["uri"]] = server
                 elif gather.method == "resources/templates/list" and isinstance(entry.get("uriTemplate"), str):
@@ -130,15 +137,19 @@ class Passthrough:
         return self._by_uri(ref.get("uri"), dict(params))
 
     def _prompt(self, name: object) -> tuple[str, str] | None:
-        """(server, its prompt name) of a gateway prompt name, listed or not: a server's name holds no
-        separator, so the prefix names the server (a 2026 client need not list before it gets)."""
+        """(server, its prompt name) of a gateway prompt name: the listed one's, else the one server whose
+        prefix begins the name (a 2026 client need not list before it gets). Two such servers are refused
+        with the configuration; should they meet here, the name is unknown rather than either's."""
         if not isinstance(name, str):
             return None
         listed = self.names.owner(name)
         if listed is not None:
             return listed
-        server, separator, original = name.partition(self.names.separator)
-        return (server, original) if separator and original and server in self.servers else None
+        owners = [server for server in self.servers if name.startswith(f"{server}{self.names.separator}")]
+        if len(owners) != 1:
+            return None
+        original = name.removeprefix(f"{owners[0]}{self.names.separator}")
+        return (owners[0], original) if original else None
 
     def _by_uri(self, uri: object, params: dict[str, Any]) -> tuple[str, dict[str, Any]] | str:
         if not isinstance(uri, str):
@@ -147,3 +158,14 @@ class Passthrough:
         if server is None:
             return f"Unknown resource: {uri!r} (list resources first)"
         return server, params
+
+
+def _first(listers: dict[str, list[str]], key: str, server: str) -> bool:
+    """Note that ``server`` lists ``key``; whether this entry is the first to (the rest are left out)."""
+    servers = listers.get(key)
+    if servers is None:
+        listers[key] = [server]
+        return True
+    if server not in servers:
+        servers.append(server)
+    return False
