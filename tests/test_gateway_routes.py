@@ -1,7 +1,9 @@
-"""Routes no server can take over: a prompt's gateway name reaches its one server, listed or not; server
-names that would make one gateway name stand for two servers are refused when the configuration is read.
-Real ``lazymcp gateway`` processes over stdio in front of ``servers/routes_server.py``, which answers in
-its own name; every wait is bounded."""
+"""Routes no server can take over: a resource URI two servers list is read from the first in the
+configuration (and the clash named once on stderr); a prompt's gateway name reaches its one server, listed
+or not; server names that would make one gateway name stand for two servers are refused when the
+configuration is read. Real ``lazymcp gateway`` processes over stdio in front of
+``servers/routes_server.py``, which answers in its own name, and the sans-IO ``Passthrough`` where one
+listing's parts are clearer given by hand; every wait is bounded."""
 
 from __future__ import annotations
 
@@ -16,10 +18,16 @@ import anyio
 import pytest
 
 from lazymcp.errors import ConfigError
+from lazymcp.gateway.namespace import Namespace
+from lazymcp.gateway.passthrough import LISTS, Passthrough
 from lazymcp.run.gateway import read_config
 
 from .conftest import SERVERS
 from .raw import TIMEOUT, Peer, config_of, gateway, request
+
+NOTES = "file:///home/me/notes.md"
+CLASH = "is listed by servers"
+"""What the stderr line naming a URI two servers list says."""
 
 
 def routes(name: str, *, resources: Sequence[str] = (), prompts: Sequence[str] = ()) -> list[str]:
@@ -39,6 +47,68 @@ async def leave(peer: Peer) -> str:
 def prompt_text(answer: dict[str, Any]) -> str:
     assert "result" in answer, answer
     return answer["result"]["messages"][0]["content"]["text"]
+
+
+# --- resources: one owner per URI -------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_uri_two_servers_list_is_listed_once_and_read_from_the_first_in_the_configuration(
+    tmp_path: Path,
+) -> None:
+    """``mine`` comes first in the configuration, ``added`` after it and lists ``mine``'s notes too: it must
+    not take over their reads. The listing shows the URI once (``mine``'s entry), its reads reach ``mine``,
+    and stderr names the clash in one line, once however often the resources are listed."""
+    config = config_of(
+        tmp_path, mine=routes("mine", resources=[NOTES]), added=routes("added", resources=["memo://added", NOTES])
+    )
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, tmp_path / "cache") as peer:
+            await peer.handshake()
+            await peer.send(request(1, "resources/list"))
+            first = await peer.answer(1)
+            await peer.send(request(2, "resources/read", {"uri": NOTES}))
+            read = await peer.answer(2)
+            await peer.send(request(3, "resources/list"))
+            again = await peer.answer(3)
+            stderr = await leave(peer)
+    listed = [(entry["uri"], entry["name"]) for entry in first["result"]["resources"]]
+    assert listed == [(NOTES, "mine"), ("memo://added", "added")]
+    assert again["result"] == first["result"]
+    assert read["result"]["contents"][0]["text"] == f"mine:{NOTES}"
+    assert [line for line in stderr.splitlines() if CLASH in line] == [
+        f"lazymcp gateway: resource {NOTES!r} {CLASH} 'mine' and 'added': it is read from 'mine', "
+        "the first in the configuration"
+    ], stderr
+
+
+def listing(passthrough: Passthrough, method: str, parts: dict[str, list[Any]]) -> tuple[list[Any], list[str]]:
+    """One client listing, each server's part answered as given (the last server first): the entries the
+    client gets, and what the operator is told."""
+    answer = None
+    for server, asked in reversed(passthrough.begin(1, method, {})):
+        part = {"jsonrpc": "2.0", "id": asked["id"], "result": {LISTS[method]: parts.get(server, [])}}
+        answer = passthrough.part(server, part) or answer
+    assert answer is not None
+    return answer["result"][LISTS[method]], passthrough.take_notes()
+
+
+def test_a_uri_belongs_to_the_first_server_of_each_listing_and_its_clash_is_named_once() -> None:
+    """Three servers list one URI, their parts arriving last first: the client gets the first server's
+    entry, one note names all three, and reads go to the first. In a later listing the first no longer
+    lists it: the next one in the configuration owns it now (not the last), and nothing is said again."""
+    passthrough = Passthrough(["a", "b", "c"], Namespace())
+    shared = {server: [{"uri": "x://shared", "name": server}] for server in ("a", "b", "c")}
+    entries, notes = listing(passthrough, "resources/list", shared)
+    owner = passthrough.route("resources/read", {"uri": "x://shared"})
+    later, again = listing(passthrough, "resources/list", {**shared, "a": []})
+    assert entries == [{"uri": "x://shared", "name": "a"}]
+    assert notes == [
+        f"resource 'x://shared' {CLASH} 'a', 'b' and 'c': it is read from 'a', the first in the configuration"
+    ]
+    assert owner == ("a", {"uri": "x://shared"})
+    assert later == [{"uri": "x://shared", "name": "b"}] and again == []
+    assert passthrough.route("resources/read", {"uri": "x://shared"}) == ("b", {"uri": "x://shared"})
 
 
 # --- prompts: one server per gateway name -----------------------------------------------------------

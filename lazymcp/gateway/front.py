@@ -34,7 +34,7 @@ from typing import Any, cast
 from lazymcp import jsonrpc
 from lazymcp.bridge import LIST_CHANGED, Envelope, Serializer, is_modern, legacy_params
 from lazymcp.catalog import Catalog
-from lazymcp.core.actions import Action, Stop, ToClient
+from lazymcp.core.actions import Action, Say, Stop, ToClient
 from lazymcp.core.session import ClientSession
 from lazymcp.core.upstream import Asks, Notice, Reply, Tools
 from lazymcp.entries import ServerEntry
@@ -296,8 +296,11 @@ class Gateway:
         return actions
 
     def _joined(self, answer: jsonrpc.Message | None) -> list[Action]:
-        """The client's answer to a gathered list, once every part is in."""
-        return [] if answer is None else [self._answer(Frame(answer))]
+        """The client's answer to a gathered list, once every part is in, and what joining the parts told
+        the operator (a URI two servers list)."""
+        if answer is None:
+            return []
+        return [*(Say(note) for note in self.passthrough.take_notes()), self._answer(Frame(answer))]
 
     # --- servers -> client ----------------------------------------------------------------------------
 
