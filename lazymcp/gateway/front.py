@@ -307,8 +307,11 @@ class Gateway:
         return actions
 
     def _joined(self, answer: jsonrpc.Message | None) -> list[Action]:
-        """The client's answer to a gathered list, once every part is in."""
-        return [] if answer is None else [self._answer(Frame(answer))]
+        """The client's answer to a gathered list, once every part is in, and what joining the parts told
+        the operator (a URI two servers list)."""
+        if answer is None:
+            return []
+        return [*(Say(note) for note in self.passthrough.take_notes()), self._answer(Frame(answer))]
 
     # --- servers -> client ----------------------------------------------------------------------------
 

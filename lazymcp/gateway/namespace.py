@@ -1,8 +1,9 @@
 """Gateway tool and prompt names: ``<server><separator><tool>``, kept within the MCP tool-name rules.
 
 The MCP specification (2025-11-25, "Tool names") asks for 1 to 128 characters of ASCII letters,
-digits, ``_``, ``-`` and ``.``. A server name that breaks these, or two tools that end up with one
-name, is a start-up error naming both.
+digits, ``_``, ``-`` and ``.``. A server name that breaks these, two servers whose prefixes
+(``<server><separator>``) begin one another, or two tools that end up with one name, is a start-up
+error naming both.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from lazymcp.errors import ConfigError
 from lazymcp.messages import SEPARATOR
@@ -31,6 +33,25 @@ def check_server_name(name: str, separator: str, source: str) -> None:
         )
     if separator in name:
         raise ConfigError(f"{source}: server {name!r}: the name holds the separator {separator!r}")
+
+
+def check_prefixes(names: Iterable[str], separator: str, source: str) -> None:
+    """No server's prefix (``name + separator``) may begin another's: with ``a`` and ``a_`` under ``__``,
+    ``a___x`` is both ``a``'s ``_x`` and ``a_``'s ``x``, so a name could not tell its server, and a prompt
+    asked for before any listing could reach the wrong one.
+
+    Raises:
+        ConfigError: two such servers, both named.
+    """
+    prefixes = sorted(f"{name}{separator}" for name in names)
+    for shorter, longer in pairwise(prefixes):  # a prefix sorts just before the first name it begins
+        if longer.startswith(shorter):
+            first, second, example = shorter.removesuffix(separator), longer.removesuffix(separator), f"{longer}x"
+            raise ConfigError(
+                f"{source}: servers {first!r} and {second!r} make names ambiguous under the separator "
+                f"{separator!r}: {example!r} would name both {example.removeprefix(shorter)!r} of server {first!r} "
+                f"and 'x' of server {second!r}; rename one"
+            )
 
 
 def check_separator(separator: str, source: str) -> None:

@@ -4,10 +4,13 @@ answers a part of.
 
 A list request is sent to each enabled server under the gateway's own id (or answered from its
 manifest when it is not running); the parts are joined in the configuration's order, prompts renamed
-like tools. A server that fails or has no such method adds nothing. A prompt's name names its server
-by its prefix. Each resource listed remembers its server, so ``resources/read`` and ``subscribe``
-reach it; a URI no list has shown goes to the server whose URI templates' scheme matches it, else it
-is unknown.
+like tools. A server that fails or has no such method adds nothing. A prompt or a URI listed twice is
+listed once, as the first server in the configuration listed it, and is that server's: a server added
+later cannot take over another's reads (a URI two servers list is named to the operator once, in
+``notes``). A prompt listed is got from the server that listed it; one not listed yet, from the one
+server whose prefix begins its name (``namespace.check_prefixes`` leaves one at most). Each resource
+listed remembers its server, so ``resources/read`` and ``subscribe`` reach it; a URI no list has shown
+goes to the server whose URI templates' scheme matches it, else it is unknown.
 """
 
 from __future__ import annotations
@@ -54,6 +57,10 @@ class Passthrough:
     schemes: dict[str, str] = field(default_factory=lambda: {})
     gathers: dict[str, Gather] = field(default_factory=lambda: {})
     count: int = 0
+    notes: list[str] = field(default_factory=lambda: [])
+    """What the operator should read on stderr, taken by ``take_notes``."""
+    shadowed: set[str] = field(default_factory=lambda: set())
+    """The URIs two servers list that a note has named (once each)."""
 
     def begin(self, request_id: RequestId, method: str, params: Mapping[str, Any]) -> list[tuple[str, Message]]:
         """The request each server gets for a client's list request: (server, request)."""
@@ -93,23 +100,49 @@ class Passthrough:
         del self.gathers[own.removesuffix(server)]
         return {"jsonrpc": "2.0", "id": gather.request_id, "result": {LISTS[gather.method]: self._joined(gather)}}
 
+    def take_notes(self) -> list[str]:
+        """What the operator should read since the last call: each URI two servers list, once."""
+        notes, self.notes = self.notes, []
+        return notes
+
     def _joined(self, gather: Gather) -> list[Any]:
+        """The parts in the configuration's order; an entry whose prompt name or URI an earlier entry
+        listed is left out, so each has one owner: the first server to list it."""
         joined: list[Any] = []
+        listers: dict[str, list[str]] = {}  # each gateway prompt name or URI listed: its servers, first first
         for server in self.servers:
             for entry in gather.parts.get(server, []):
                 if not isinstance(entry, dict):
                     continue
                 entry = cast(dict[str, Any], entry)
                 if gather.method == "prompts/list" and isinstance(entry.get("name"), str):
-                    self.names.owners[self.names.name(server, entry["name"])] = (server, entry["name"])
-                    entry = {**entry, "name": self.names.name(server, entry["name"])}
+                    name = self.names.name(server, entry["name"])
+                    if not _first(listers, name, server):
+                        continue
+                    self.names.owners[name] = (server, entry["name"])
+                    entry = {**entry, "name": name}
                 elif gather.method == "resources/list" and isinstance(entry.get("uri"), str):
+                    if not _first(listers, entry["uri"], server):
+                        continue
                     self.resources[entry["uri"]] = server
                 elif gather.method == "resources/templates/list" and isinstance(entry.get("uriTemplate"), str):
                     scheme = entry["uriTemplate"].partition(":")[0]
                     self.schemes.setdefault(scheme, server)
                 joined.append(entry)
+        if gather.method == "resources/list":
+            self._note_shadowed(listers)
         return joined
+
+    def _note_shadowed(self, listers: Mapping[str, list[str]]) -> None:
+        """Name each URI that more than one server lists, once a session: one of them is not read."""
+        for uri, servers in listers.items():
+            if len(servers) > 1 and uri not in self.shadowed:
+                self.shadowed.add(uri)
+                named = ", ".join(map(repr, servers[:-1])) + f" and {servers[-1]!r}"
+                self.notes.append(
+                    f"resource {uri!r} is listed by servers {named}: it is read from {servers[0]!r}, "
+                    "the first in the configuration"
+                )
 
     def route(self, method: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | str:
         """The server a prompt, resource or completion request goes to, with its params; else why not."""
@@ -130,15 +163,19 @@ class Passthrough:
         return self._by_uri(ref.get("uri"), dict(params))
 
     def _prompt(self, name: object) -> tuple[str, str] | None:
-        """(server, its prompt name) of a gateway prompt name, listed or not: a server's name holds no
-        separator, so the prefix names the server (a 2026 client need not list before it gets)."""
+        """(server, its prompt name) of a gateway prompt name: the listed one's, else the one server whose
+        prefix begins the name (a 2026 client need not list before it gets). Two such servers are refused
+        with the configuration; should they meet here, the name is unknown rather than either's."""
         if not isinstance(name, str):
             return None
         listed = self.names.owner(name)
         if listed is not None:
             return listed
-        server, separator, original = name.partition(self.names.separator)
-        return (server, original) if separator and original and server in self.servers else None
+        owners = [server for server in self.servers if name.startswith(f"{server}{self.names.separator}")]
+        if len(owners) != 1:
+            return None
+        original = name.removeprefix(f"{owners[0]}{self.names.separator}")
+        return (owners[0], original) if original else None
 
     def _by_uri(self, uri: object, params: dict[str, Any]) -> tuple[str, dict[str, Any]] | str:
         if not isinstance(uri, str):
@@ -147,3 +184,14 @@ class Passthrough:
         if server is None:
             return f"Unknown resource: {uri!r} (list resources first)"
         return server, params
+
+
+def _first(listers: dict[str, list[str]], key: str, server: str) -> bool:
+    """Note that ``server`` lists ``key``; whether this entry is the first to (the rest are left out)."""
+    servers = listers.get(key)
+    if servers is None:
+        listers[key] = [server]
+        return True
+    if server not in servers:
+        servers.append(server)
+    return False

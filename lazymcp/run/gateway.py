@@ -21,7 +21,7 @@ from lazymcp.gateway.config import GatewayConfig, load_config, runs_gateway_on
 from lazymcp.gateway.front import Gateway, Seed
 from lazymcp.gateway.lifecycle import State
 from lazymcp.gateway.merged import DEFAULT_BUDGET
-from lazymcp.gateway.namespace import check_separator, check_server_name, unusable
+from lazymcp.gateway.namespace import check_prefixes, check_separator, check_server_name, unusable
 from lazymcp.gateway.passthrough import LISTS
 from lazymcp.jsonrpc import Frame
 from lazymcp.limits import EXPIRE_EVERY, FIRST_LIST_WAIT, Limits
@@ -53,7 +53,7 @@ class Launch:
 
 
 def read_config(path: str, environ: Mapping[str, str] | None = None) -> GatewayConfig:
-    """Load and check a configuration: names fit the tool-name rules.
+    """Load and check a configuration: names fit the tool-name rules, and each gateway name names one server.
 
     Raises:
         ConfigError: the file is invalid.
@@ -64,6 +64,7 @@ def read_config(path: str, environ: Mapping[str, str] | None = None) -> GatewayC
         check_server_name(entry.name, config.separator, config.source)
         if entry.enabled and runs_gateway_on(entry, Path(path)):
             raise ConfigError(f"{config.source}: server {entry.name!r} runs this gateway on its own configuration")
+    check_prefixes([entry.name for entry in config.enabled], config.separator, config.source)
     return config
 
 
