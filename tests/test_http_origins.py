@@ -1,23 +1,98 @@
-"""Who an HTTP front serves: under ``--oauth-issuer``, only a token that names a subject or a client,
-since a token that names neither would share every session with every other such token. Real
-processes, raw HTTP, a real introspection issuer; every wait is bounded."""
+"""Who an HTTP front serves: ``serve --http`` checks ``Host`` and ``Origin`` by the one rule of the
+proxy's and the gateway's fronts; under ``--oauth-issuer``, only a token that names a subject or a
+client is let in, since a token that names neither would share every session with every other such
+token. Real processes, raw HTTP with chosen ``Host`` and ``Origin``, a real introspection issuer; every
+wait is bounded."""
 
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
+from anyio.abc import Process
 
 from .conftest import free_port
-from .raw import INIT, PID_SERVER, TIMEOUT, config_of, http, http_gateway, mcp_url, request
+from .raw import INIT, PID_SERVER, PROXY, TIMEOUT, config_of, hostile, http, http_gateway, listening, mcp_url, request
 from .servers.issuer import CLIENT_ID, CLIENT_SECRET, running_issuer
 
 pytestmark = pytest.mark.anyio
 
 INITIALIZE = json.dumps(request(1, "initialize", INIT)).encode()
+FOREIGN = "http://evil.example"
+LISTED = "https://app.example"
+TEAM_TOKEN = "team-secret-0b2c"
 SECRETS = {"LAZYMCP_OAUTH_CLIENT_ID": CLIENT_ID, "LAZYMCP_OAUTH_CLIENT_SECRET": CLIENT_SECRET}
+
+
+@asynccontextmanager
+async def front(kind: str, bind: str, flags: Sequence[str], tmp_path: Path) -> AsyncIterator[tuple[int, Process]]:
+    """``lazymcp KIND --http BIND:PORT FLAGS`` once it listens: its port and process. The gateway, which
+    needs a token off loopback, gets ``TEAM_TOKEN`` (requests to it carry ``authorized``'s header)."""
+    port = free_port()
+    address = ["--http", f"{bind}:{port}", *flags]
+    env: dict[str, str] = {}
+    if kind == "serve":
+        command = [sys.executable, "-m", "lazymcp", "serve", *address]
+    elif kind == "proxy":
+        command = [*PROXY, *address, "--", *hostile()]
+    else:
+        config = config_of(tmp_path, h=hostile())
+        command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), *address]
+        env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "LAZYMCP_GATEWAY_TOKEN": TEAM_TOKEN}
+    async with listening(command, port, env=env) as process:
+        yield port, process
+
+
+def authorized(kind: str, headers: dict[str, str]) -> dict[str, str]:
+    """``headers``, with the gateway's token when ``kind`` is the gateway."""
+    return {**headers, "Authorization": f"Bearer {TEAM_TOKEN}"} if kind == "gateway" else headers
+
+
+async def initialize(kind: str, port: int, host: str, origin: str | None = None) -> int:
+    """The status of an ``initialize`` POST naming ``host`` (and coming from ``origin``, when given)."""
+    headers = authorized(kind, {} if origin is None else {"Origin": origin})
+    status, _, _ = await http(port, "POST", INITIALIZE, headers, host=host)
+    return status
+
+
+# --- Origin ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("origins", "allowed", "refused"),
+    [([LISTED], [LISTED, LISTED + "/"], [FOREIGN, "https://app.example:8443"]), (["*"], [FOREIGN, LISTED], [])],
+)
+async def test_serve_off_loopback_checks_the_origin_as_the_other_fronts_do(
+    origins: list[str], allowed: list[str], refused: list[str], tmp_path: Path
+) -> None:
+    """``serve --http`` follows the fronts' one rule: an origin list alone checks origins and leaves any
+    Host served (the SDK's own check, once on, refused every Host not listed as well)."""
+    flags = [flag for origin in origins for flag in ("--allow-origin", origin)]
+    with anyio.fail_after(TIMEOUT):
+        async with front("serve", "0.0.0.0", flags, tmp_path) as (port, _):
+            let_in = [await initialize("serve", port, "mcp.example.test", origin) for origin in allowed]
+            kept_out = [await initialize("serve", port, "mcp.example.test", origin) for origin in refused]
+            without = await initialize("serve", port, "mcp.example.test")
+    assert let_in == [200] * len(allowed)
+    assert kept_out == [403] * len(refused)
+    assert without == 200
+
+
+async def test_serve_on_loopback_takes_loopback_hosts_and_origins_as_the_other_fronts_do(tmp_path: Path) -> None:
+    """On a loopback address the fronts take a loopback ``Host`` with or without a port, and a loopback
+    ``Origin`` of any port; ``serve`` now takes the same (the SDK's check wanted a port in ``Host``)."""
+    with anyio.fail_after(TIMEOUT):
+        async with front("serve", "127.0.0.1", [], tmp_path) as (port, _):
+            bare_host = await http(port, "POST", INITIALIZE, {"Host": "localhost"})
+            loopback = await initialize("serve", port, "127.0.0.1", "http://localhost:6274")
+            foreign = await initialize("serve", port, "127.0.0.1", FOREIGN)
+            other_host = await initialize("serve", port, "evil.example")
+    assert (bare_host[0], loopback, foreign, other_host) == (200, 200, 403, 421)
 
 
 # --- OAuth tokens that name no one ----------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""What the HTTP front checks before a request reaches a session: the Host and Origin it came with
-(DNS-rebinding and cross-site protection, as the SDK's own server does), its content type, the shape of
-its message, and who its principal is.
+"""What an HTTP front checks before a request reaches a session: the Host and Origin it came with
+(DNS-rebinding and cross-site protection, as the MCP transport asks of every server), its content type,
+the shape of its message, and who its principal is. The Host and Origin rule (``Guard``) is the one of
+every front: the proxy's and the gateway's, and ``serve --http``'s, whose SDK app it wraps.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lazymcp import jsonrpc
 from lazymcp.addresses import LOOPBACK, is_loopback
@@ -80,3 +82,16 @@ class Guard:
         if self.origins or self.loopback:
             return Response("Invalid Origin header", status_code=403)
         return None
+
+    def around(self, app: ASGIApp) -> ASGIApp:
+        """``app`` behind this guard: every HTTP request is checked before ``app`` sees it."""
+
+        async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                refused = self.check(Request(scope))
+                if refused is not None:
+                    await refused(scope, receive, send)
+                    return
+            await app(scope, receive, send)
+
+        return guarded
