@@ -1,8 +1,9 @@
-"""Who an HTTP front serves: ``serve --http`` checks ``Host`` and ``Origin`` by the one rule of the
-proxy's and the gateway's fronts; under ``--oauth-issuer``, only a token that names a subject or a
-client is let in, since a token that names neither would share every session with every other such
-token. Real processes, raw HTTP with chosen ``Host`` and ``Origin``, a real introspection issuer; every
-wait is bounded."""
+"""Who an HTTP front serves, on every front (``serve --http``, ``proxy --http``, ``gateway --http``): a
+request from a web page only when its ``Origin`` is allowed (a loopback one on a loopback address, else
+one ``--allow-origin`` lists, or any with ``*``), whatever the address, while a request without ``Origin``
+is served as before; and, under ``--oauth-issuer``, only a token that names a subject or a client, since
+a token that names neither would share every session with every other such token. Real processes, raw
+HTTP with chosen ``Host`` and ``Origin``, a real introspection issuer; every wait is bounded."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .conftest import free_port
 from .raw import INIT, PID_SERVER, PROXY, TIMEOUT, config_of, hostile, http, http_gateway, listening, mcp_url, request
@@ -60,7 +62,44 @@ async def initialize(kind: str, port: int, host: str, origin: str | None = None)
     return status
 
 
+async def warning_of(process: Process) -> str:
+    """The first warning ``process`` writes on stderr."""
+    assert process.stderr is not None
+    lines = BufferedByteReceiveStream(process.stderr)
+    while True:
+        row = (await lines.receive_until(b"\n", 1 << 16)).decode()
+        if "warning:" in row:
+            return row
+
+
 # --- Origin ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["serve", "proxy", "gateway"])
+async def test_off_loopback_without_lists_a_foreign_origin_is_refused_and_any_host_served(
+    kind: str, tmp_path: Path
+) -> None:
+    """A browser always sends ``Origin``; other clients usually send none, and are served as before."""
+    with anyio.fail_after(TIMEOUT):
+        async with front(kind, "0.0.0.0", [], tmp_path) as (port, process):
+            foreign = await initialize(kind, port, "mcp.example.test", FOREIGN)
+            without = await initialize(kind, port, "mcp.example.test")
+            warning = await warning_of(process) if kind != "gateway" else None
+    assert (foreign, without) == (403, 200)
+    if warning is not None:  # a gateway with a token says nothing of its addresses
+        assert "warning: listening on 0.0.0.0" in warning
+        assert "any Host" in warning and "an Origin only if --allow-origin lists it" in warning
+
+
+@pytest.mark.parametrize("kind", ["proxy", "gateway"])
+async def test_off_loopback_a_host_list_alone_still_refuses_a_foreign_origin(kind: str, tmp_path: Path) -> None:
+    flags = ["--allow-host", "mcp.example.test"]
+    with anyio.fail_after(TIMEOUT):
+        async with front(kind, "0.0.0.0", flags, tmp_path) as (port, _):
+            foreign = await initialize(kind, port, "mcp.example.test", FOREIGN)
+            listed_host = await initialize(kind, port, "mcp.example.test")
+            other_host = await initialize(kind, port, "evil.example")
+    assert (foreign, listed_host, other_host) == (403, 200, 421)
 
 
 @pytest.mark.parametrize(
@@ -93,6 +132,15 @@ async def test_serve_on_loopback_takes_loopback_hosts_and_origins_as_the_other_f
             foreign = await initialize("serve", port, "127.0.0.1", FOREIGN)
             other_host = await initialize("serve", port, "evil.example")
     assert (bare_host[0], loopback, foreign, other_host) == (200, 200, 403, 421)
+
+
+@pytest.mark.parametrize("kind", ["proxy", "gateway"])
+async def test_on_loopback_an_origin_that_is_not_a_url_is_refused_not_an_error(kind: str, tmp_path: Path) -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with front(kind, "127.0.0.1", [], tmp_path) as (port, _):
+            broken = await initialize(kind, port, "127.0.0.1", "http://[::1")
+            loopback = await initialize(kind, port, "127.0.0.1", "http://[::1]:6274")
+    assert (broken, loopback) == (403, 200)
 
 
 # --- OAuth tokens that name no one ----------------------------------------------------------------
