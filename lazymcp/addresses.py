@@ -19,7 +19,9 @@ def is_loopback(host: str | None) -> bool:
 
 
 def open_front_warning(host: str, allow_hosts: Sequence[str], allow_origins: Sequence[str]) -> str | None:
-    """The warning for a front listening off loopback that checks no Host and no Origin (None: it does)."""
-    if is_loopback(host) or allow_hosts or allow_origins:
+    """The warning for a front listening off loopback that checks no Host (None: it checks one). Every
+    front checks a request's Origin on every address, so the warning says which ones get in."""
+    if is_loopback(host) or allow_hosts:
         return None
-    return f"warning: listening on {host} with no --allow-host or --allow-origin: any Host and Origin are accepted"
+    origins = "any Origin too ('*' is listed)" if "*" in allow_origins else "an Origin only if --allow-origin lists it"
+    return f"warning: listening on {host} with no --allow-host: any Host is accepted; {origins}"

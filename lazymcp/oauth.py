@@ -9,6 +9,9 @@ authorization server (the *issuer*) hands out access tokens, and lazymcp asks it
 - Each token is introspected (RFC 7662) and let in only if it is active, not expired nor not-yet-valid,
   from this issuer when the answer says, and issued for this server: ``aud`` must name ``resource``
   (RFC 8707). An answer without ``aud`` is refused, since then any token of the issuer would do.
+- A token must name whom it stands for, by ``sub`` or ``client_id``: a session is bound to that principal
+  (client, issuer, subject), and every token naming neither would be one principal, each able to use the
+  sessions of the others. Such a token is refused (``invalid_token``), never let in as nobody.
 - Refusals follow RFC 6750 and RFC 9728: 401 with ``WWW-Authenticate: Bearer resource_metadata="…"``
   (and ``error="invalid_token"`` when a token was given); 403 ``insufficient_scope`` naming the scopes.
 - An issuer that does not answer within ``timeout`` (in total, not per read), answers with an error, or
@@ -86,6 +89,13 @@ class IssuerUnavailable(Exception):
     """The issuer did not answer an introspection in time, or not with a usable answer."""
 
 
+class Nameless(Exception):
+    """The issuer vouches for a token that names no subject and no client: it is refused with its own
+    reason, since the client can do nothing about it but ask its issuer for another kind of token."""
+
+    description = "the token names no subject and no client"
+
+
 class IntrospectionVerifier:
     """The SDK's ``TokenVerifier``, by RFC 7662 introspection, with a small cache of positive verdicts."""
 
@@ -116,6 +126,7 @@ class IntrospectionVerifier:
 
         Raises:
             IssuerUnavailable: the issuer did not answer in time or with a usable answer.
+            Nameless: the token is for this server but names no principal.
         """
         key = hashlib.sha256(token.encode()).digest()
         now = time.time()
@@ -163,7 +174,11 @@ class IntrospectionVerifier:
 
 
 def read_introspection(answer: object, token: str, issuer: str, resource: str, now: float) -> AccessToken | None:
-    """The access an RFC 7662 answer grants this server, or None when the token is not for it."""
+    """The access an RFC 7662 answer grants this server, or None when the token is not for it.
+
+    Raises:
+        Nameless: the token is for this server but names neither a subject nor a client.
+    """
     if not isinstance(answer, dict):
         return None
     claims = cast(dict[str, object], answer)
@@ -181,16 +196,23 @@ def read_introspection(answer: object, token: str, issuer: str, resource: str, n
     audiences = [aud] if isinstance(aud, str) else cast(list[object], aud) if isinstance(aud, list) else []
     if not any(isinstance(entry, str) and _same_url(entry, resource) for entry in audiences):
         return None
-    scope, client_id, sub = claims.get("scope"), claims.get("client_id"), claims.get("sub")
+    scope, client_id, sub = claims.get("scope"), _name(claims.get("client_id")), _name(claims.get("sub"))
+    if client_id is None and sub is None:
+        raise Nameless
     return AccessToken(
         token=token,
-        client_id=client_id if isinstance(client_id, str) else "",
+        client_id=client_id or "",
         scopes=scope.split() if isinstance(scope, str) else [],
         expires_at=None if exp is None else int(exp),
         resource=resource,
-        subject=sub if isinstance(sub, str) else None,
+        subject=sub,
         claims=claims,
     )
+
+
+def _name(value: object) -> str | None:
+    """A claim naming someone (``sub``, ``client_id``): a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 class OAuthAccess(Access):
@@ -215,6 +237,8 @@ class OAuthAccess(Access):
         except IssuerUnavailable as exc:
             body = {"error": "temporarily_unavailable", "error_description": str(exc)}
             return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER)})
+        except Nameless:
+            return self._refused(401, "invalid_token", Nameless.description)
         if found is None:
             return self._refused(401, "invalid_token", "the token is not active, has expired, or is for another server")
         credentials, user = found

@@ -22,7 +22,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from lazymcp import jsonrpc
-from lazymcp.addresses import is_loopback, open_front_warning
+from lazymcp.addresses import open_front_warning
 from lazymcp.arguments import check_arguments
 from lazymcp.errors import CatalogError, ErrorCode
 from lazymcp.files import read_json
@@ -31,6 +31,7 @@ from lazymcp.messages import Tool
 from lazymcp.names import suggest
 from lazymcp.notices import say
 from lazymcp.options import Options
+from lazymcp.run.http_checks import Guard
 from lazymcp.sdk import LazyTools
 
 SERVER_NAME = "lazymcp-serve"
@@ -240,32 +241,25 @@ async def serve_http(
     allow_hosts: Sequence[str] = (),
     allow_origins: Sequence[str] = (),
 ) -> None:
-    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled."""
+    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled.
+
+    Host and Origin are checked by the proxy's and gateway's own rule (``Guard``), around the SDK's app,
+    whose own check stays off: it cannot check Origin without checking Host too, and the fronts would
+    then differ in what they let in.
+    """
     import uvicorn
-
-    app = lazy.server.streamable_http_app(
-        stateless_http=stateless, host=host, transport_security=transport_security(host, allow_hosts, allow_origins)
-    )
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
-    await uvicorn.Server(config).serve()
-
-
-def transport_security(host: str, allow_hosts: Sequence[str], allow_origins: Sequence[str]) -> Any:
-    """The Host and Origin checks for the address served: loopback names on loopback (plus the lists),
-    the lists elsewhere (the SDK checks both once either is given, so list the hosts too); none, with a
-    warning, on a non-loopback address given no list."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    hosts = [pattern for name in allow_hosts for pattern in (name, f"{name}:*")]
-    origins = list(allow_origins)
     warning = open_front_warning(host, allow_hosts, allow_origins)
-    if is_loopback(host):
-        hosts += ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-        origins += ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-    elif warning is not None:
+    if warning is not None:
         say("serve", warning)
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+    unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # else on by default on loopback
+    app = lazy.server.streamable_http_app(stateless_http=stateless, host=host, transport_security=unchecked)
+    guarded = Guard(host, allow_hosts, allow_origins).around(app)
+    config = uvicorn.Config(
+        guarded, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+    )
+    await uvicorn.Server(config).serve()
 
 
 def run(

@@ -79,7 +79,8 @@ def add_address_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="ORIGIN",
-        help="with --http: an Origin a request may come from, e.g. https://app.example (repeatable)",
+        help="with --http: an Origin a request may come from, e.g. https://app.example, '*' for any (repeatable; "
+        "loopback origins are always allowed on loopback; a request from any other gets 403)",
     )
 
 

@@ -1,6 +1,7 @@
-"""What the HTTP front checks before a request reaches a session: the Host and Origin it came with
-(DNS-rebinding and cross-site protection, as the SDK's own server does), its content type, the shape of
-its message, and who its principal is.
+"""What an HTTP front checks before a request reaches a session: the Host and Origin it came with
+(DNS-rebinding and cross-site protection, as the MCP transport asks of every server), its content type,
+the shape of its message, and who its principal is. The Host and Origin rule (``Guard``) is the one of
+every front: the proxy's and the gateway's, and ``serve --http``'s, whose SDK app it wraps.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lazymcp import jsonrpc
 from lazymcp.addresses import LOOPBACK, is_loopback
@@ -54,8 +56,15 @@ def error_response(
 
 
 class Guard:
-    """Host and Origin checks for the address the front listens on: on a loopback address both must be
-    loopback, elsewhere each must be on its ``--allow-host``/``--allow-origin`` list when one is given."""
+    """Host and Origin checks for the address a front listens on.
+
+    - ``Host``: on a loopback address, a loopback name or one ``--allow-host`` lists; elsewhere one it
+      lists, when it lists any (421 otherwise).
+    - ``Origin``, when a request has one: a loopback origin on a loopback address, or one
+      ``--allow-origin`` lists (``*``: any); anything else gets 403, on every address. Browsers always
+      send ``Origin`` and other clients usually none, so this keeps web pages out without a list of the
+      clients, while a request without ``Origin`` is served.
+    """
 
     def __init__(self, bound: str, allow_hosts: Sequence[str], allow_origins: Sequence[str]) -> None:
         self.loopback = is_loopback(bound)
@@ -70,13 +79,27 @@ class Guard:
         if self.hosts and hostname not in self.hosts and host not in self.hosts:
             return Response("Forbidden host", status_code=421)
         origin = request.headers.get("origin")
-        if origin is None:
+        if origin is None or self._allowed(origin.lower().rstrip("/")):
             return None
-        origin = origin.lower().rstrip("/")
-        if origin in self.origins or "*" in self.origins:
-            return None
-        if self.loopback and is_loopback(urlsplit(origin).hostname):
-            return None
-        if self.origins or self.loopback:
-            return Response("Invalid Origin header", status_code=403)
-        return None
+        return Response("Invalid Origin header", status_code=403)
+
+    def _allowed(self, origin: str) -> bool:
+        if "*" in self.origins or origin in self.origins:
+            return True
+        try:
+            return self.loopback and is_loopback(urlsplit(origin).hostname)
+        except ValueError:  # not a URL (an unclosed IPv6 bracket): no origin of this machine's
+            return False
+
+    def around(self, app: ASGIApp) -> ASGIApp:
+        """``app`` behind this guard: every HTTP request is checked before ``app`` sees it."""
+
+        async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                refused = self.check(Request(scope))
+                if refused is not None:
+                    await refused(scope, receive, send)
+                    return
+            await app(scope, receive, send)
+
+        return guarded

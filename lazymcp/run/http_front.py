@@ -18,10 +18,9 @@ new session takes the place of the least recently used one with nothing in fligh
 is busy ``initialize`` gets 503; a body of at most ``max_body`` bytes (413); a POST waits at most the timeout
 for its answer; each event stream keeps at most ``event_buffer`` unread messages, dropping the oldest.
 A session whose upstream failed is closed and its process reaped at once; one idle for
-``IDLE_SECONDS`` is ended. Host and Origin are checked (DNS-rebinding and cross-site protection, as
-the SDK's own server does): on a loopback address both must be loopback, elsewhere each must be on its
-``--allow-host``/``--allow-origin`` list when one is given; a POST must be ``application/json``, since a
-web page can send a ``text/plain`` POST without a CORS preflight.
+``IDLE_SECONDS`` is ended. Host and Origin are checked by every front's one rule (``http_checks.Guard``:
+DNS-rebinding and cross-site protection); a POST must be ``application/json``, since a web page can send
+a ``text/plain`` POST without a CORS preflight.
 """
 
 from __future__ import annotations
