@@ -183,8 +183,9 @@ class HttpFront:
         self._reap_later(side, side.driver.failure or "the session ended")
 
     async def endpoint(self, request: Request) -> Response:
-        refused = await self.access.check(request) if self.access is not None else None
-        refused = refused or self.guard.check(request)
+        refused = self.guard.check(request)  # first: a foreign page costs no token check
+        if refused is None and self.access is not None:
+            refused = await self.access.check(request)
         if refused is not None:
             return refused
         await self._reap_idle()
