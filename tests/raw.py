@@ -167,6 +167,14 @@ def gone(pid: int) -> bool:
     return not stat.exists() or stat.read_text().rpartition(")")[2].split()[0] == "Z"
 
 
+def rss_kib(pid: int) -> int:
+    """The process's resident memory, in KiB."""
+    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if row.startswith("VmRSS:"):
+            return int(row.split()[1])
+    return 0
+
+
 def children(pid: int) -> list[int]:
     """The process ids of ``pid``'s children (zombies included, until it reaps them)."""
     found: list[int] = []

@@ -43,16 +43,9 @@ from .raw import (
     proxy,
     put_in_flight,
     request,
+    rss_kib,
     tool_call,
 )
-
-
-def rss_kib(pid: int) -> int:
-    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if row.startswith("VmRSS:"):
-            return int(row.split()[1])
-    return 0
-
 
 # --- every wait has an end --------------------------------------------------------------------------
 

@@ -34,18 +34,12 @@ from .raw import (
     proxy,
     put_in_flight,
     request,
+    rss_kib,
     tool_call,
 )
 
 BIG = "x" * 400_000
 DEAF = "deaf from now on"
-
-
-def rss_kib(pid: int) -> int:
-    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if row.startswith("VmRSS:"):
-            return int(row.split()[1])
-    return 0
 
 
 def command_line(pid: int) -> str:

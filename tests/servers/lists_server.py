@@ -9,17 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from raw_jsonrpc import answer, hello, messages, not_found, send
+from raw_jsonrpc import answer, hello, not_found, requests, send
 
 STORE = Path(sys.argv[1])
 TOOL = {"name": "add", "description": "Add a resource.", "inputSchema": {"type": "object"}}
 
 
-for _, message in messages():
-    method, request_id = message.get("method"), message.get("id")
-    if request_id is None or method is None:
-        continue
-    params: dict[str, Any] = message.get("params") or {}
+for method, request_id, params in requests():
     if method == "initialize":
         answer(request_id, hello("lists", {"tools": {}, "resources": {"listChanged": True}}))
     elif method == "tools/list":

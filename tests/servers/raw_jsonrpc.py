@@ -18,6 +18,14 @@ def messages() -> Iterator[tuple[str, dict[str, Any]]]:
         yield line, message
 
 
+def requests() -> Iterator[tuple[str, object, dict[str, Any]]]:
+    """Each request read: its method, id and params (notifications and answers are skipped)."""
+    for _, message in messages():
+        method, request_id = message.get("method"), message.get("id")
+        if request_id is not None and isinstance(method, str):
+            yield method, request_id, message.get("params") or {}
+
+
 def send(message: dict[str, Any]) -> None:
     send_line(json.dumps(message))
 

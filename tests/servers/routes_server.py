@@ -7,9 +7,8 @@ resource is listed with the title ``NAME``."""
 
 import json
 import sys
-from typing import Any
 
-from raw_jsonrpc import answer, hello, messages, not_found, send
+from raw_jsonrpc import answer, hello, not_found, requests, send
 
 NAME = sys.argv[1]
 LISTS: dict[str, list[str]] = json.loads(sys.argv[2])
@@ -20,11 +19,7 @@ def said(what: object) -> str:
     return f"{NAME}:{what}"
 
 
-for _, message in messages():
-    method, request_id = message.get("method"), message.get("id")
-    if request_id is None or method is None:
-        continue
-    params: dict[str, Any] = message.get("params") or {}
+for method, request_id, params in requests():
     if method == "initialize":
         answer(request_id, hello(NAME, CAPABILITIES))
     elif method == "tools/list":
