@@ -41,7 +41,7 @@ from lazymcp.core.session import ClientSession
 from lazymcp.core.upstream import Asks, Notice, Reply, Tools
 from lazymcp.entries import ServerEntry
 from lazymcp.errors import ConfigError, ErrorCode, LazyMCPError
-from lazymcp.gateway.handshake import LATEST, client_params, server_result
+from lazymcp.gateway.handshake import LATEST, Handshakes
 from lazymcp.gateway.merged import DEFAULT_BUDGET, Merged, Seed
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import LISTS, ROUTED, Passthrough
@@ -97,6 +97,7 @@ class Gateway:
     merged: Merged = field(init=False)
     session: ClientSession = field(init=False)
     passthrough: Passthrough = field(init=False)
+    handshakes: Handshakes = field(init=False)
     _envelope: Envelope = field(init=False)
 
     def __post_init__(self) -> None:
@@ -106,8 +107,10 @@ class Gateway:
         self.merged.build(self._lists(), key)
         self.seed = self.merged.seed
         self.passthrough = Passthrough([s.name for s in self.servers], Namespace(self.separator))
+        entries = [s.entry for s in self.servers]
+        self.handshakes = Handshakes(entries, self.separator, self.options, self.client_info)
         self.session = ClientSession.of(self.serialize)
-        self.session.bridge.upstream_init = self._init_result(LATEST)  # what server/discover tells
+        self.session.bridge.upstream_init = self.handshakes.result(LATEST)  # what server/discover tells
         self._envelope = Envelope(server_info=self.client_info)  # what a 2026 client's results are stamped with
 
     def entry(self, server: str) -> ServerEntry:
@@ -132,30 +135,17 @@ class Gateway:
     def started(self, server: str, now: float) -> list[Action]:
         """The server's process runs: the gateway, as its client, opens the handshake (or waits for the
         client's ``initialize``)."""
-        return self._happened(self.servers.started(server, self._handshake(), now), now)
+        handshake = self.handshakes.params(self.session.record.initialize, wait=self.wait_for_client)
+        return self._happened(self.servers.started(server, handshake, now), now)
 
     def start_failed(self, server: str, reason: str, now: float) -> list[Action]:
         return self._happened(self.servers.start_failed(server, reason, now), now)
 
-    def _handshake(self) -> dict[str, Any] | None:
-        """The params of the gateway's ``initialize`` to a server, from the client's (None: not known yet)."""
-        client = self.session.record.initialize
-        if client is None and self.wait_for_client:
-            return None
-        params = client_params(client or {}, self.client_info)
-        if not Frame({"params": params}).fits():  # what the client said of itself cannot be passed on
-            params = client_params({"protocolVersion": params["protocolVersion"]}, self.client_info)
-        return params
-
     def _open_waiting(self, now: float) -> list[Action]:
         """The client is known: the servers started before it came open their handshakes."""
-        handshake = self._handshake()
+        handshake = self.handshakes.params(self.session.record.initialize, wait=self.wait_for_client)
         assert handshake is not None
         return self._happened(self.servers.open_waiting(handshake, now), now)
-
-    def _init_result(self, version: object) -> dict[str, Any]:
-        entries = [s.entry for s in self.servers]
-        return server_result(version, entries, self.separator, self.options, self.client_info)
 
     # --- client -> servers ----------------------------------------------------------------------------
 
@@ -188,7 +178,7 @@ class Gateway:
             return [self._answer(_error(request_id, ErrorCode.INVALID_REQUEST, text))]
         if method == "initialize":
             self.session.initialized(params)
-            result = self._init_result(params.get("protocolVersion"))
+            result = self.handshakes.result(params.get("protocolVersion"))
             return [self._answer(_result(request_id, result)), *self._open_waiting(now)]
         if method in ("ping", "logging/setLevel"):
             return [self._answer(_result(request_id, {}))]

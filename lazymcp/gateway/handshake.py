@@ -1,15 +1,17 @@
 """The gateway's two handshakes: as the client's one server (its ``initialize`` result: the lazy-tools
 extension advertised, every capability a server may bring, the servers' prefixes in its instructions),
 and as each server's client (its ``initialize`` params, made from the client's: its protocol version,
-its capabilities without the extension, and who it is).
+its capabilities without the extension, and who it is). ``Handshakes`` holds both for one gateway.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from lazymcp.entries import ServerEntry
+from lazymcp.jsonrpc import Frame
 from lazymcp.methods import advertise
 from lazymcp.options import Options
 
@@ -59,3 +61,28 @@ def client_params(client: Mapping[str, Any], client_info: Mapping[str, Any]) -> 
         "capabilities": {k: v for k, v in capabilities.items() if k != "extensions"},
         "clientInfo": client.get("clientInfo") or dict(client_info),
     }
+
+
+@dataclass(frozen=True, slots=True)
+class Handshakes:
+    """The two handshakes of one gateway, whose servers are ``entries``."""
+
+    entries: Sequence[ServerEntry]
+    separator: str
+    options: Options
+    info: Mapping[str, Any]
+    """Who the gateway is: its ``serverInfo``, and its ``clientInfo`` when the client names none."""
+
+    def result(self, version: object) -> dict[str, Any]:
+        """The gateway's ``initialize`` result for a client that asked for protocol ``version``."""
+        return server_result(version, self.entries, self.separator, self.options, self.info)
+
+    def params(self, client: Mapping[str, Any] | None, *, wait: bool) -> dict[str, Any] | None:
+        """The params of the gateway's ``initialize`` to a server, from the client's (None: not known yet,
+        and the server's handshake ``wait``s for it)."""
+        if client is None and wait:
+            return None
+        params = client_params(client or {}, self.info)
+        if not Frame({"params": params}).fits():  # what the client said of itself cannot be passed on
+            params = client_params({"protocolVersion": params["protocolVersion"]}, self.info)
+        return params
