@@ -16,7 +16,8 @@ actions (``lazymcp.core.actions``); the driver carries them out. The servers' li
 - A server that fails fails alone (``lazymcp.gateway.lifecycle``): what it owed is answered with an
   error naming it, its tools stay listed, and ``tools/describe`` marks them unavailable.
 - Requests servers make of the client (sampling, elicitation, roots) get session ids, so two servers'
-  ids never meet; the client's answer goes back to the server that asked, under the server's id.
+  ids never meet; the client's answer goes back to the server that asked, under the server's id. These
+  and the notifications either way are relayed by ``lazymcp.gateway.relay``.
 - Prompts and resources are routed and gathered by ``lazymcp.gateway.passthrough``.
 - A new tool list from any server rebuilds the merged catalog; when what is listed changed, the client
   gets one ``notifications/tools/list_changed``.
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from lazymcp import jsonrpc
-from lazymcp.bridge import LIST_CHANGED, Envelope, Serializer, is_modern, legacy_params
+from lazymcp.bridge import Envelope, Serializer, is_modern, legacy_params
 from lazymcp.catalog import Catalog
 from lazymcp.core.actions import Action, Say, Stop, ToClient
 from lazymcp.core.session import ClientSession
@@ -46,6 +47,7 @@ from lazymcp.gateway.merged import DEFAULT_BUDGET, Merged, Seed
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import LISTS, ROUTED, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
+from lazymcp.gateway.relay import Relay
 from lazymcp.gateway.servers import Down, Happened, Heard, Servers
 from lazymcp.jsonrpc import Frame, RequestId
 from lazymcp.limits import CLIENT_TIMEOUT, FIRST_LIST_WAIT
@@ -97,6 +99,7 @@ class Gateway:
     merged: Merged = field(init=False)
     session: ClientSession = field(init=False)
     passthrough: Passthrough = field(init=False)
+    relay: Relay = field(init=False)
     handshakes: Handshakes = field(init=False)
     _envelope: Envelope = field(init=False)
 
@@ -110,6 +113,7 @@ class Gateway:
         entries = [s.entry for s in self.servers]
         self.handshakes = Handshakes(entries, self.separator, self.options, self.client_info)
         self.session = ClientSession.of(self.serialize)
+        self.relay = Relay(self.servers, self.session)
         self.session.bridge.upstream_init = self.handshakes.result(LATEST)  # what server/discover tells
         self._envelope = Envelope(server_info=self.client_info)  # what a 2026 client's results are stamped with
 
@@ -155,10 +159,10 @@ class Gateway:
         if frame is None:
             return [ToClient(jsonrpc.parse_refusal())]
         message = frame.message
-        if "method" not in message:
-            return self._client_answer(frame, now)
+        if "method" not in message:  # the client's answer to a server's request
+            return self._happened(self.relay.answer(frame, now), now)
         if "id" not in message:
-            return self._client_notification(frame, now)
+            return self._happened(self.relay.notification(frame), now)
         refused = jsonrpc.request_refusal(frame)
         if refused is not None:
             return [ToClient(refused)]
@@ -213,32 +217,6 @@ class Gateway:
         if frame.method not in METHODS:  # answered by a server, or by the gateway: enveloped on the way out
             self.session.sent_on(frame.id, cast(str, frame.method))
         return actions + self._request(frame.changed(params=legacy_params(params)), now)
-
-    def _client_notification(self, frame: Frame, now: float) -> list[Action]:
-        method = frame.method
-        if method == "notifications/cancelled":
-            request_id = frame.params.get("requestId")
-            self.session.cancelled(request_id)  # no answer, or listen stream, is owed it now
-            if self.session.withdraw(request_id) or self.servers.withdraw(request_id):
-                return []  # not sent yet: it never will be, and no server needs telling
-            owing = [server.name for server in self.servers if server.upstream and server.upstream.owes(request_id)]
-        elif method in ("notifications/roots/list_changed", "notifications/progress"):
-            owing = [server.name for server in self.servers]
-        else:
-            return []  # notifications/initialized is the gateway's; the servers get their own
-        return self._happened([h for name in owing for h in self.servers.notify(name, frame)], now)
-
-    def _client_answer(self, frame: Frame, now: float) -> list[Action]:
-        """The client's answer to a server's request: back to that server, under its own id."""
-        asked = self.session.asked.settle(str(frame.id))
-        if asked is None:
-            return []
-        server, original = asked
-        answer = frame.changed(id=original)
-        if not answer.fits():  # the server is told, in words, why its request got no answer
-            text = "Internal error: the client's answer nests too deeply to pass on"
-            answer = _error(original, ErrorCode.INTERNAL_ERROR, text)
-        return self._happened(self.servers.answer(server, answer, now), now)
 
     def _tools(self, frame: Frame, now: float) -> list[Action]:
         """A ``tools/*`` request through the one door: answered here, or a call for its server."""
@@ -326,16 +304,10 @@ class Gateway:
         if isinstance(event, Reply):
             return self._reply(server, event.frame)
         if isinstance(event, Asks):  # a request to the client: sampling, elicitation, roots, ping
-            original = event.frame.message["id"]
-            asked = event.frame.changed(id=self.session.asked.ask(server, original))
-            if asked.fits():
-                return [ToClient(asked)]
-            self.session.asked.settle(str(asked.id))  # it cannot be written: the server is refused at once
-            refusal = _error(original, ErrorCode.INVALID_REQUEST, "Invalid request: nested too deeply to pass on")
-            return self._happened(self.servers.answer(server, refusal, now), now)
+            return self._happened(self.relay.ask(server, event.frame, now), now)
         if isinstance(event, Tools):
             return self._new_tools(server, event.catalog, now)
-        return self._notice(server, event.frame)
+        return self.relay.notice(server, event.frame)
 
     def _reply(self, server: str, frame: Frame) -> list[Action]:
         """A server's answer: a part of a gathered list, or the client's."""
@@ -354,21 +326,6 @@ class Gateway:
         listed = self.passthrough.listed(server, frame.message)
         saved = self.servers[server].listed(*listed) if listed is not None else []
         return [*saved, *self._joined(self.passthrough.part(server, frame.message))]
-
-    def _notice(self, server: str, frame: Frame) -> list[Action]:
-        method = frame.method
-        if method == "notifications/tools/list_changed":
-            return []  # the gateway announces its own, once its catalog is rebuilt
-        if method == "notifications/cancelled":  # the client hears it under the id it was given
-            params = frame.params
-            asked = self.session.asked.cancelled(server, params.get("requestId"))
-            if asked is None:
-                return []  # not a request of its to the client: nothing to cancel there
-            return [ToClient(frame.changed(params={**params, "requestId": asked}))]
-        saved = self.servers[server].changed(cast(str, method))
-        if self.session.modern and method in LIST_CHANGED:
-            return [*saved, *[ToClient(event) for event in self.session.listeners(cast(str, method))]]
-        return [*saved, ToClient(frame)]
 
     def _new_tools(self, name: str, catalog: Catalog, now: float) -> list[Action]:
         """A server's new tool list: the merged catalog is rebuilt, and the client told when it changed."""
