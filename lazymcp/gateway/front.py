@@ -52,7 +52,7 @@ from lazymcp.gateway.servers import Down, Happened, Heard, Servers
 from lazymcp.jsonrpc import Frame, RequestId
 from lazymcp.limits import CLIENT_TIMEOUT, FIRST_LIST_WAIT
 from lazymcp.manifest import Manifest
-from lazymcp.messages import SEPARATOR, Tool
+from lazymcp.messages import SEPARATOR
 from lazymcp.methods import METHODS, Answer
 from lazymcp.options import Options
 
@@ -94,7 +94,6 @@ class Gateway:
     """Seconds a ``tools/*`` request waits for the first lists of starting servers (None: no bound but theirs)."""
     command: str = "gateway"
     isolates_servers: bool = True
-    _listing_deadline: float = field(init=False, default=float("inf"))
     servers: Servers = field(init=False)
     merged: Merged = field(init=False)
     session: ClientSession = field(init=False)
@@ -104,10 +103,12 @@ class Gateway:
     _envelope: Envelope = field(init=False)
 
     def __post_init__(self) -> None:
-        self.servers = Servers(self.entries, self.manifests, self.timeout, self.client_timeout, self.client_info)
+        self.servers = Servers(
+            self.entries, self.manifests, self.timeout, self.client_timeout, self.client_info, self.first_list_wait
+        )
         self.merged = Merged(self.options, self.separator, self.mode, self.budget, seed=self.seed)
         key = tuple((name, m.fetched, m.version) if m else (name,) for name, m in self.manifests.items())
-        self.merged.build(self._lists(), key)
+        self.merged.build(self.servers.tool_lists(), key)
         self.seed = self.merged.seed
         self.passthrough = Passthrough([s.name for s in self.servers], Namespace(self.separator))
         entries = [s.entry for s in self.servers]
@@ -188,8 +189,8 @@ class Gateway:
             return [self._answer(_result(request_id, {}))]
         if method in METHODS:
             if self.servers.discovering:
-                if not self.session.waiting and self.first_list_wait:
-                    self._listing_deadline = now + self.first_list_wait
+                if not self.session.waiting:
+                    self.servers.await_lists(now)
                 self.session.waiting.append(frame)
                 return []
             return self._tools(frame, now)
@@ -333,10 +334,10 @@ class Gateway:
         previous, server.tools = server.tools, catalog.tools
         before = self.catalog.version
         try:
-            self.merged.rebuild(self._lists())
+            self.merged.rebuild(self.servers.tool_lists())
         except ConfigError as exc:  # its new list takes another server's tool name: it fails alone
             server.tools = previous
-            self.merged.rebuild(self._lists())
+            self.merged.rebuild(self.servers.tool_lists())
             return self._happened(self.servers.fail(name, exc.message.removeprefix(f"server {name!r}: "), now), now)
         actions: list[Action] = [*server.saved()]
         if self.catalog.version != before and self.session.known:
@@ -384,17 +385,8 @@ class Gateway:
         """Fail every server that has left a request unanswered past the timeout; answer the ``tools/*``
         requests that waited ``first_list_wait`` for the first lists without the servers still starting."""
         actions: list[Action] = []
-        if self.session.waiting and now >= self._listing_deadline:
-            self._listing_deadline = float("inf")
-            for name in self.servers.give_up_on_listing():
-                wait = f"{self.first_list_wait:g}"
-                actions.append(
-                    Say(
-                        f"server {name!r} did not list its tools within {wait} s: answering without"
-                        " them; they are announced when they come"
-                    )
-                )
-            actions += self._release_waiting(now)
+        if self.session.waiting and self.servers.listing_overdue(now):
+            actions += [*self.servers.give_up_on_listing(), *self._release_waiting(now)]
         return actions + self._happened(self.servers.expire(now), now)
 
     # --- the merged catalog ---------------------------------------------------------------------------
@@ -406,7 +398,3 @@ class Gateway:
     @property
     def names(self) -> Namespace:
         return self.merged.names
-
-    def _lists(self) -> list[tuple[ServerEntry, Sequence[Tool]]]:
-        """Each server's last tool list (none: an empty one)."""
-        return [(s.entry, s.tools or ()) for s in self.servers]

@@ -1,5 +1,6 @@
 """Every server of one gateway session: each one's life (``lazymcp.gateway.lifecycle``), its ``Upstream``
-while it runs, its last known tools and lists, and the requests decided for it while it starts.
+while it runs, its last known tools and lists, and the requests decided for it while it starts; and how
+long listings wait for the first tool lists of the servers starting (``first_list_wait``).
 
 ``Servers`` starts, opens, feeds and fails servers and says what they said: ``Heard(server, event)`` for
 the gateway's front to tell the client, ``Down(server, ...)`` when one failed, with what it owed. A
@@ -20,6 +21,7 @@ from lazymcp.entries import ServerEntry
 from lazymcp.errors import ErrorCode
 from lazymcp.gateway.lifecycle import Lifecycle, State
 from lazymcp.jsonrpc import Frame, RequestId
+from lazymcp.limits import FIRST_LIST_WAIT
 from lazymcp.manifest import Listed, Manifest, entries_of
 from lazymcp.messages import Tool
 
@@ -114,7 +116,10 @@ class Servers:
     timeout: float | None = 300.0
     client_timeout: float | None = 600.0
     client_info: dict[str, str] = field(default_factory=lambda: {"name": "lazymcp-gateway", "version": "0"})
+    first_list_wait: float | None = FIRST_LIST_WAIT
+    """Seconds a ``tools/*`` request waits for the first lists of starting servers (None: no bound but theirs)."""
     table: dict[str, Server] = field(init=False)
+    _listing_deadline: float = field(init=False, default=float("inf"))
 
     def __post_init__(self) -> None:
         self.table = {}
@@ -142,12 +147,35 @@ class Servers:
     def _listing(server: Server) -> bool:
         return server.tools is None and server.upstream is not None and server.life.running and not server.late
 
-    def give_up_on_listing(self) -> list[str]:
-        """The servers whose first tool list is still awaited: listings no longer wait for them."""
+    def await_lists(self, now: float) -> None:
+        """A first request waits for the first tool lists from ``now``: ``first_list_wait`` at most."""
+        if self.first_list_wait:
+            self._listing_deadline = now + self.first_list_wait
+
+    def listing_overdue(self, now: float) -> bool:
+        """Has the wait for the first tool lists lasted ``first_list_wait``?"""
+        return now >= self._listing_deadline
+
+    def give_up_on_listing(self) -> list[Say]:
+        """The servers whose first tool list is still awaited, named to the operator: listings no longer
+        wait for them, and their tools are announced when they come."""
+        self._listing_deadline = float("inf")
         late = [s for s in self if self._listing(s)]
+        notes: list[Say] = []
         for server in late:
             server.late = True
-        return [server.name for server in late]
+            wait = f"{self.first_list_wait:g}"
+            notes.append(
+                Say(
+                    f"server {server.name!r} did not list its tools within {wait} s: answering without"
+                    " them; they are announced when they come"
+                )
+            )
+        return notes
+
+    def tool_lists(self) -> list[tuple[ServerEntry, Sequence[Tool]]]:
+        """Each server's last tool list (none: an empty one)."""
+        return [(s.entry, s.tools or ()) for s in self]
 
     def down(self) -> dict[str, str]:
         """Why each failed server is down, by name."""
