@@ -8,7 +8,8 @@ authorization server (the *issuer*) hands out access tokens, and lazymcp asks it
   be read stops the start with one line (``ConfigError``), not at the first client.
 - Each token is introspected (RFC 7662) and let in only if it is active, not expired nor not-yet-valid,
   from this issuer when the answer says, and issued for this server: ``aud`` must name ``resource``
-  (RFC 8707). An answer without ``aud`` is refused, since then any token of the issuer would do.
+  (RFC 8707). An answer without ``aud`` is refused, since then any token of the issuer would do. These
+  rules, and the next, are ``lazymcp.claims``'s.
 - A token must name whom it stands for, by ``sub`` or ``client_id``: a session is bound to that principal
   (client, issuer, subject), and every token naming neither would be one principal, each able to use the
   sessions of the others. Such a token is refused (``invalid_token``), never let in as nobody.
@@ -45,11 +46,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import math
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import cast
 from urllib.parse import urlsplit
 
 import httpx2
@@ -64,6 +63,7 @@ from starlette.routing import BaseRoute, Route
 
 from lazymcp.access import Access, bearer_token, refusal
 from lazymcp.addresses import is_loopback
+from lazymcp.claims import Nameless, read_introspection, same_url
 from lazymcp.errors import ConfigError
 
 DEFAULT_TIMEOUT = 10.0
@@ -80,20 +80,12 @@ MAX_INTROSPECTIONS = 16
 """Introspection requests open to the issuer at once."""
 RETRY_AFTER = 5
 """Seconds a client is told to wait when the issuer did not answer."""
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 _URL = TypeAdapter(AnyHttpUrl, config=ConfigDict(url_preserve_empty_path=True))
 """Parses URLs as the SDK's metadata does, so an issuer without a path keeps no trailing slash."""
 
 
 class IssuerUnavailable(Exception):
     """The issuer did not answer an introspection in time, or not with a usable answer."""
-
-
-class Nameless(Exception):
-    """The issuer vouches for a token that names no subject and no client: it is refused with its own
-    reason, since the client can do nothing about it but ask its issuer for another kind of token."""
-
-    description = "the token names no subject and no client"
 
 
 class IntrospectionVerifier:
@@ -171,48 +163,6 @@ class IntrospectionVerifier:
         if self._http is not None:
             await self._http.aclose()
             self._http = None
-
-
-def read_introspection(answer: object, token: str, issuer: str, resource: str, now: float) -> AccessToken | None:
-    """The access an RFC 7662 answer grants this server, or None when the token is not for it.
-
-    Raises:
-        Nameless: the token is for this server but names neither a subject nor a client.
-    """
-    if not isinstance(answer, dict):
-        return None
-    claims = cast(dict[str, object], answer)
-    if claims.get("active") is not True:
-        return None
-    exp, nbf = _number(claims.get("exp")), _number(claims.get("nbf"))
-    if (exp is not None and exp <= now) or (nbf is not None and nbf > now):
-        return None
-    if "exp" in claims and exp is None:
-        return None
-    iss = claims.get("iss")
-    if iss is not None and (not isinstance(iss, str) or not _same_url(iss, issuer)):
-        return None
-    aud = claims.get("aud")
-    audiences = [aud] if isinstance(aud, str) else cast(list[object], aud) if isinstance(aud, list) else []
-    if not any(isinstance(entry, str) and _same_url(entry, resource) for entry in audiences):
-        return None
-    scope, client_id, sub = claims.get("scope"), _name(claims.get("client_id")), _name(claims.get("sub"))
-    if client_id is None and sub is None:
-        raise Nameless
-    return AccessToken(
-        token=token,
-        client_id=client_id or "",
-        scopes=scope.split() if isinstance(scope, str) else [],
-        expires_at=None if exp is None else int(exp),
-        resource=resource,
-        subject=sub,
-        claims=claims,
-    )
-
-
-def _name(value: object) -> str | None:
-    """A claim naming someone (``sub``, ``client_id``): a non-empty string, else None."""
-    return value if isinstance(value, str) and value else None
 
 
 class OAuthAccess(Access):
@@ -349,7 +299,7 @@ def discover_introspection(issuer: str, timeout: float = DEFAULT_TIMEOUT) -> str
                 metadata = OAuthMetadata.model_validate_json(body)
             except ValidationError:
                 raise ConfigError(f"{url} is not OAuth authorization server metadata") from None
-            if not _same_url(str(metadata.issuer), issuer):
+            if not same_url(str(metadata.issuer), issuer):
                 raise ConfigError(f"{url} is the metadata of issuer {metadata.issuer}, not {issuer}")
             if metadata.introspection_endpoint is None:
                 raise ConfigError(f"OAuth issuer {issuer} names no introspection_endpoint: give --oauth-introspection")
@@ -384,29 +334,6 @@ def _checked_url(url: str, what: str, *, issuer: bool) -> str:
     if issuer and parts.query:
         raise ConfigError(f"{what} {url!r} may not have a query")
     return url
-
-
-def _same_url(a: str, b: str) -> bool:
-    """Same URL up to the case of scheme and host, a default port, and a trailing slash."""
-    try:
-        left, right = urlsplit(a), urlsplit(b)
-        ports = (left.port or _DEFAULT_PORTS.get(left.scheme), right.port or _DEFAULT_PORTS.get(right.scheme))
-    except ValueError:
-        return False
-    return (left.scheme.lower(), left.hostname, ports[0], left.path.rstrip("/"), left.query) == (
-        right.scheme.lower(),
-        right.hostname,
-        ports[1],
-        right.path.rstrip("/"),
-        right.query,
-    )
-
-
-def _number(value: object) -> float | None:
-    """A JSON number as a float; None for anything else, and for the Infinity and NaN Python's json accepts."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return float(value)
 
 
 async def _read_async(answer: httpx2.Response) -> bytes:
