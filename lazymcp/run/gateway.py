@@ -188,6 +188,7 @@ def run_gateway(
     access: Access | None = None,
     allow_hosts: tuple[str, ...] = (),
     allow_origins: tuple[str, ...] = (),
+    cluster: tuple[str, str] | None = None,
     **choices: Any,
 ) -> int:
     """``lazymcp gateway --config FILE``: returns the exit status.
@@ -214,6 +215,11 @@ def run_gateway(
     if http is not None:
         from lazymcp.run.http_front import HttpFront, serve_front
 
+        peers = None
+        if cluster is not None:  # the Redis client is loaded only for --redis
+            from lazymcp.run.cluster import Cluster
+
+            peers = Cluster(*cluster)
         seed = first.seed
 
         def session_core() -> Gateway:
@@ -232,6 +238,7 @@ def run_gateway(
             store=store,
             eager=launch.eager,
             name="gateway",
+            cluster=peers,
         )
         return serve_front(front, http)
     return asyncio.run(run_stdio(first, store=store, eager=launch.eager))

@@ -1,0 +1,136 @@
+"""A request of a session another instance owns, sent on to that owner (``lazymcp.run.cluster``): a POST
+or a DELETE answered with the owner's answer, a GET with the owner's event stream relayed as it comes.
+
+Only what the owner needs goes with it: the session id, the protocol version, the token, Host and
+Origin (checked again there), the content headers, ``Last-Event-ID``, and ``FORWARDED_HEADER``, which
+keeps the owner from sending it on again. Every wait has an end: connecting to the owner
+(``CONNECT_WAIT``), its answer (the front's own bound on a request), each piece of an event stream
+(``STREAM_WAIT``, well past the owner's keep-alive pings). An owner that cannot be reached, or that
+drops the connection before answering, is taken for dead: the client gets 404, and starts a new
+session as the transport says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx2
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from lazymcp.errors import ErrorCode
+from lazymcp.limits import Limits
+from lazymcp.run.http_checks import disconnected, error_response, read_body
+
+FORWARDED_HEADER = "lazymcp-forwarded-by"
+"""Set on a forwarded request (the id of the instance that sent it on): its receiver answers it itself."""
+CONNECT_WAIT = 1.0
+"""Seconds to connect to an owner: past it the owner counts as dead."""
+STREAM_WAIT = 60.0
+"""Seconds a forwarded event stream may bring nothing (the owner pings every 15)."""
+ANSWER_GRACE = 10.0
+"""Seconds past the front's own bound on a request that a forwarded one waits for its owner."""
+PASSED_ON = ("host", "authorization", "content-type", "accept", "origin", "last-event-id")
+PASSED_BACK = ("content-type", "mcp-session-id", "retry-after", "www-authenticate", "cache-control")
+MAX_CONNECTIONS = 256
+"""Connections to peers at once, over all of them (each a forwarded request or event stream)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The instance that owns a session: its id, its address, a hash of the session's principal."""
+
+    instance: str
+    address: str
+    principal: str
+
+
+def gone(request_id: object = None) -> Response:
+    """The answer for a session whose owner cannot be reached."""
+    return error_response(request_id, 404, "Session not found: the instance that held it is gone; initialize again")
+
+
+class Forwarder:
+    """Requests sent on to their sessions' owners, over connections kept open to them."""
+
+    def __init__(self, instance: str) -> None:
+        self.instance = instance
+        limits = httpx2.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=64)
+        timeout = httpx2.Timeout(STREAM_WAIT, connect=CONNECT_WAIT)
+        self.client = httpx2.AsyncClient(limits=limits, timeout=timeout, trust_env=False)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def _headers(self, request: Request) -> dict[str, str]:
+        headers = {name: request.headers[name] for name in PASSED_ON if name in request.headers}
+        headers |= {name: value for name, value in request.headers.items() if name.startswith("mcp-")}
+        headers[FORWARDED_HEADER] = self.instance
+        return headers
+
+    async def forward(self, request: Request, owner: Owner, limits: Limits) -> Response:
+        url = f"{owner.address}/mcp"
+        if request.method == "GET":
+            return await self._stream(request, url)
+        body = b""
+        if request.method == "POST":
+            read = await read_body(request, limits.max_body)
+            if isinstance(read, Response):
+                return read
+            body = read
+        timeout = httpx2.Timeout(limits.wait + ANSWER_GRACE, connect=CONNECT_WAIT)
+        sent = asyncio.ensure_future(
+            self.client.request(request.method, url, content=body, headers=self._headers(request), timeout=timeout)
+        )
+        left = asyncio.ensure_future(disconnected(request))
+        try:
+            await asyncio.wait({sent, left}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            left.cancel()
+        if not sent.done():  # the client closed its request: so does this one, and the owner cancels it
+            sent.cancel()
+            await asyncio.gather(sent, return_exceptions=True)
+            return Response(status_code=499)
+        try:
+            answer = sent.result()
+        except httpx2.TimeoutException as exc:
+            if isinstance(exc, httpx2.ConnectTimeout):
+                return gone()
+            return error_response(
+                None, 504, "Request timed out: the session's instance did not answer", code=ErrorCode.REQUEST_TIMEOUT
+            )
+        except httpx2.HTTPError:  # refused, reset, or closed before answering
+            return gone()
+        headers = {name: answer.headers[name] for name in PASSED_BACK if name in answer.headers}
+        return Response(answer.content, status_code=answer.status_code, headers=headers)
+
+    async def _stream(self, request: Request, url: str) -> Response:
+        outgoing = self.client.build_request("GET", url, headers=self._headers(request))
+        try:
+            upstream = await self.client.send(outgoing, stream=True)
+        except httpx2.HTTPError:
+            return gone()
+        if upstream.status_code != 200:
+            try:
+                content = await upstream.aread()
+            except httpx2.HTTPError:
+                return gone()
+            finally:
+                await upstream.aclose()
+            headers = {name: upstream.headers[name] for name in PASSED_BACK if name in upstream.headers}
+            return Response(content, status_code=upstream.status_code, headers=headers)
+
+        async def relay() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in upstream.aiter_raw():
+                    yield chunk
+            except httpx2.HTTPError:
+                return  # the owner went away: the stream ends, and the client's next request gets 404
+            finally:
+                await upstream.aclose()
+
+        headers = {name: upstream.headers[name] for name in PASSED_BACK if name in upstream.headers}
+        headers.setdefault("cache-control", "no-store")
+        return StreamingResponse(relay(), headers={**headers, "x-accel-buffering": "no"})
