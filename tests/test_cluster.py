@@ -26,6 +26,7 @@ from .raw import (
     INIT,
     PID_SERVER,
     TIMEOUT,
+    children,
     config_of,
     hostile,
     http,
@@ -37,7 +38,7 @@ from .raw import (
     tool_call,
 )
 from .servers.issuer import CLIENT_ID, CLIENT_SECRET, running_issuer
-from .services import instance, needs_redis, redis_server
+from .services import haproxy, instance, needs_haproxy, needs_redis, redis_server
 
 ASKING = [sys.executable, str(SERVERS / "asking_server.py")]
 ELICITATION = {**INIT, "capabilities": {"elicitation": {}}}
@@ -264,3 +265,71 @@ async def test_without_redis_instances_serve_their_own_sessions_and_route_again_
     assert back == (200, {"status": "ok"})
     assert len([line for line in lines if "Redis lost" in line]) == 1, lines
     assert len([line for line in lines if "Redis back" in line]) == 1, lines
+
+
+# --- behind HAProxy ----------------------------------------------------------------------------------
+
+
+@needs_redis
+@needs_haproxy
+@pytest.mark.anyio
+async def test_three_instances_behind_haproxy_lose_nothing_when_one_is_killed(tmp_path: Path) -> None:
+    """Nine sessions through HAProxy round-robin over three instances (so each session's requests land
+    on every instance), calling all along; one instance gets ``kill -9`` while they call. Its sessions get
+    404 and start again; every request of the others sent after the kill is answered by its own server
+    process. (One in flight through the killed instance at that moment may be cut off with it: a
+    forwarder that dies while writing an answer cannot be retried by the balancer.)"""
+    redis_port, balancer = free_port(), free_port()
+    ports = [free_port() for _ in range(3)]
+    config = config_of(tmp_path, p=PID_SERVER)
+    sessions, calls_after = 9, 3
+    outcomes: dict[int, list[tuple[int, str, bool]]] = {number: [] for number in range(sessions)}
+    restarted: set[int] = set()
+    answered = anyio.Event()
+    killed = False
+    count = 0
+
+    async def client(number: int) -> None:
+        nonlocal count
+        session = await open_session(balancer)
+        call = 0
+        while sum(after for *_, after in outcomes[number]) < calls_after:  # each calls on past the kill
+            call += 1
+            after = killed
+            status, answer = await post(balancer, tool_call(call + 10, "p__whoami"), session)
+            ok = status == 200 and answer is not None and "result" in answer
+            outcomes[number].append((status, pid_of(answer) if ok else json.dumps(answer), after))
+            if status == 404:
+                restarted.add(number)
+                session = await open_session(balancer)
+            count += 1
+            if count == sessions * 3:
+                answered.set()
+
+    async with redis_server(redis_port), AsyncExitStack() as stack:
+        processes = [
+            await stack.enter_async_context(instance(config, tmp_path / f"c{n}", port, redis_port))
+            for n, port in enumerate(ports)
+        ]
+        await stack.enter_async_context(haproxy(tmp_path, balancer, ports))
+        doomed = processes[2]
+        with anyio.fail_after(TIMEOUT * 3):
+            async with anyio.create_task_group() as group:
+                for number in range(sessions):
+                    group.start_soon(client, number)
+                await answered.wait()  # every session has its server process by now
+                lost = {str(pid) for pid in children(doomed.pid)}
+                doomed.kill()
+                killed = True
+    owned_by_doomed = {number for number, seen in outcomes.items() if seen[0][1] in lost}
+    survivors = set(outcomes) - owned_by_doomed
+    assert owned_by_doomed and survivors, outcomes
+    for number in survivors:
+        sent_after = [(status, pid) for status, pid, after in outcomes[number] if after]
+        pids = {pid for status, pid, _ in outcomes[number] if status == 200}
+        assert sent_after and all(status == 200 for status, _ in sent_after), (number, outcomes[number])
+        assert len(pids) == 1, (number, outcomes[number])
+    for number in owned_by_doomed:
+        late = [status for status, _, after in outcomes[number] if after]
+        assert late and set(late) <= {200, 404} and late[-1] == 200, outcomes[number]
+    assert restarted == owned_by_doomed, (lost, {n: outcomes[n] for n in restarted ^ owned_by_doomed})

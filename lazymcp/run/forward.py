@@ -34,6 +34,9 @@ ANSWER_GRACE = 10.0
 """Seconds past the front's own bound on a request that a forwarded one waits for its owner."""
 PASSED_ON = ("host", "authorization", "content-type", "accept", "origin", "last-event-id")
 PASSED_BACK = ("content-type", "mcp-session-id", "retry-after", "www-authenticate", "cache-control")
+KEEP_ALIVE = 2.0
+"""Seconds an idle connection to a peer is kept: less than the 5 its server keeps it, so that it is never
+reused just as the peer closes it."""
 MAX_CONNECTIONS = 256
 """Connections to peers at once, over all of them (each a forwarded request or event stream)."""
 
@@ -57,7 +60,9 @@ class Forwarder:
 
     def __init__(self, instance: str) -> None:
         self.instance = instance
-        limits = httpx2.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=64)
+        limits = httpx2.Limits(
+            max_connections=MAX_CONNECTIONS, max_keepalive_connections=64, keepalive_expiry=KEEP_ALIVE
+        )
         timeout = httpx2.Timeout(STREAM_WAIT, connect=CONNECT_WAIT)
         self.client = httpx2.AsyncClient(limits=limits, timeout=timeout, trust_env=False)
 
