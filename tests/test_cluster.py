@@ -326,10 +326,65 @@ async def test_three_instances_behind_haproxy_lose_nothing_when_one_is_killed(tm
     assert owned_by_doomed and survivors, outcomes
     for number in survivors:
         sent_after = [(status, pid) for status, pid, after in outcomes[number] if after]
-        pids = {pid for status, pid, _ in outcomes[number] if status == 200}
+        cut = [pid for _, pid, after in outcomes[number] if not after and not pid.isdigit()]
+        pids = {pid for _, pid, _ in outcomes[number] if pid.isdigit()}
         assert sent_after and all(status == 200 for status, _ in sent_after), (number, outcomes[number])
-        assert len(pids) == 1, (number, outcomes[number])
+        assert len(pids) == 1 and len(cut) <= 1, (number, outcomes[number])  # only the one in flight
     for number in owned_by_doomed:
         late = [status for status, _, after in outcomes[number] if after]
         assert late and set(late) <= {200, 404} and late[-1] == 200, outcomes[number]
     assert restarted == owned_by_doomed, (lost, {n: outcomes[n] for n in restarted ^ owned_by_doomed})
+
+
+@needs_redis
+@pytest.mark.anyio
+async def test_a_list_change_seen_by_one_instance_reaches_every_instance_and_new_ones_start_warm(
+    tmp_path: Path,
+) -> None:
+    """A server adds a tool in a session of one instance: the sessions of the other two list it and are
+    told (``list_changed`` on their event stream), though their own server processes said nothing; an
+    instance started afterwards, with an empty cache, lists it from the manifest in Redis."""
+    redis_port = free_port()
+    ports = [free_port() for _ in range(4)]
+    config = config_of(tmp_path, c=[sys.executable, str(SERVERS / "changing_server.py")])
+
+    async def names(port: int, session: dict[str, str]) -> list[str]:
+        status, answer = await post(port, request(7, "tools/list"), session)
+        assert status == 200 and answer is not None, answer
+        return [tool["name"] for tool in answer["result"]["tools"]]
+
+    async with redis_server(redis_port), AsyncExitStack() as stack:
+        for number, port in enumerate(ports[:3]):
+            await stack.enter_async_context(instance(config, tmp_path / f"c{number}", port, redis_port))
+        with anyio.fail_after(TIMEOUT * 2):
+            sessions = [await open_session(port) for port in ports[:3]]
+            for port, session in zip(ports, sessions, strict=False):  # each server process has listed
+
+                async def first(port: int = port, session: dict[str, str] = session) -> bool:
+                    return "c__grow" in await names(port, session)
+
+                await until(first, within=TIMEOUT, what=f"the first tool list on port {port}")
+            before = [await names(port, session) for port, session in zip(ports, sessions, strict=False)]
+            told: list[dict[str, Any]] = []
+            async with httpx2.AsyncClient(trust_env=False, timeout=TIMEOUT) as client:
+                headers = {**sessions[1], "Accept": "text/event-stream"}
+                url = f"http://127.0.0.1:{ports[1]}/mcp"
+                async with client.stream("GET", url, headers=headers) as stream:
+                    grown, _ = await post(ports[0], tool_call(8, "c__grow"), sessions[0])
+                    async for row in stream.aiter_lines():
+                        told.append(json.loads(row[5:]) if row.startswith("data:") else {})
+                        if "c__extra_1" in await names(ports[1], sessions[1]):
+                            break
+            for port, session in zip(ports[1:3], sessions[1:], strict=True):
+
+                async def listed(port: int = port, session: dict[str, str] = session) -> bool:
+                    return "c__extra_1" in await names(port, session)
+
+                await until(listed, within=TIMEOUT, what=f"the new tool listed by the instance on port {port}")
+            late = await stack.enter_async_context(instance(config, tmp_path / "c3", ports[3], redis_port))
+            assert late.returncode is None
+            fresh = await names(ports[3], await open_session(ports[3]))
+    assert all("c__extra_1" not in listed for listed in before)
+    assert grown == 200
+    assert {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} in told
+    assert "c__extra_1" in fresh

@@ -12,10 +12,10 @@ another instance sent on to its owner (``lazymcp.run.forward``).
 - A request naming a session this instance does not hold, that is not 2026-07-28 and was not
   forwarded already, is looked up (each owner found is kept, up to ``KNOWN_OWNERS``); one of another
   principal gets 404 here, before it leaves, and the owner checks the token again.
-- Redis unreachable: every call to it is bounded (``REDIS_WAIT``, no retries); the instance serves the
-  sessions it owns, opens new ones, says ``degraded`` on ``/readyz``, and logs one line when Redis is
-  lost and one when it is back; its next heartbeat then writes every session it owns again, those
-  opened meanwhile too.
+- Redis unreachable (``LOST_AFTER`` calls failed in a row; each is bounded by ``REDIS_WAIT``, never
+  retried): the instance serves the sessions it owns, opens new ones, says ``degraded`` on ``/readyz``,
+  and logs one line when Redis is lost and one when it is back; its next heartbeat then writes every
+  session it owns again, those opened meanwhile too.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import asyncio
 import hashlib
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import uuid4
 
@@ -34,21 +34,40 @@ from starlette.responses import Response
 
 from lazymcp.errors import ConfigError
 from lazymcp.limits import Limits
+from lazymcp.messages import Tool
 from lazymcp.notices import say
+from lazymcp.run.cluster_lists import SharedLists
 from lazymcp.run.forward import FORWARDED_HEADER, Forwarder, Owner
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
+    from lazymcp.entries import ServerEntry
+    from lazymcp.run.driver import Driver
+
 HEARTBEAT = 1.0
 """Seconds between two writes of the sessions an instance owns."""
-SESSION_TTL = 4
+SESSION_TTL = 5
 """Seconds a session's record outlives its owner's last heartbeat."""
 REDIS_WAIT = 1.0
-"""Seconds any one call to Redis (connecting included) may take."""
+"""Seconds to connect to Redis, and to read one answer of its; a call as a whole waits twice that."""
+LOST_AFTER = 2
+"""Calls to Redis failed in a row before it counts as lost: one slow answer on a busy machine is not."""
 KNOWN_OWNERS = 16_384
 """Sessions whose owner is remembered here, so that only a session's first forwarded request asks Redis."""
 PREFIX = "lazymcp:session:"
+
+
+def _redis_errors() -> tuple[type[BaseException], ...]:
+    try:
+        from redis.exceptions import RedisError
+    except ImportError:
+        return (OSError, asyncio.TimeoutError)
+    return (RedisError, OSError, asyncio.TimeoutError)
+
+
+REDIS_ERRORS = _redis_errors()
+"""What a call to Redis that cannot reach it raises."""
 
 
 class Owned(Protocol):
@@ -88,7 +107,7 @@ def connect(url: str) -> Redis:
 class Cluster:
     """This instance among its peers: the sessions it owns written to Redis, others' found there."""
 
-    def __init__(self, url: str, advertise: str) -> None:
+    def __init__(self, url: str, advertise: str, entries: Sequence[ServerEntry] = ()) -> None:
         self.url = url
         self.advertise = advertise.rstrip("/")
         self.id = uuid4().hex
@@ -99,21 +118,26 @@ class Cluster:
         self._sessions: Mapping[str, Owned] = {}
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         self._beating: asyncio.Task[None] | None = None
+        self._listening: asyncio.Task[None] | None = None
+        self._failures = 0
+        self.lists = SharedLists(self.id, entries)
+        """The servers' manifests, shared with the other instances."""
+        self.lists.redis, self.lists.errors, self.lists.on_error = self.redis, REDIS_ERRORS, self._lost
 
     def _errors(self) -> tuple[type[BaseException], ...]:
-        from redis.exceptions import RedisError
-
-        return (RedisError, OSError, asyncio.TimeoutError)
+        return REDIS_ERRORS
 
     def _lost(self, exc: BaseException) -> None:
-        if self.up:
+        self._failures += 1
+        if self.up and self._failures >= LOST_AFTER:
             self.up = False
             say(
                 "gateway",
-                f"Redis lost at {self._where()}: {exc or type(exc).__name__}; serving this instance's sessions",
+                f"Redis lost at {self._where()}: {str(exc) or type(exc).__name__}; serving this instance's sessions",
             )
 
     def _back(self) -> None:
+        self._failures = 0
         if not self.up:
             self.up = True
             say("gateway", f"Redis back at {self._where()}: this instance's sessions are routed again", logging.INFO)
@@ -124,16 +148,27 @@ class Cluster:
         parts = urlsplit(self.url)
         return f"{parts.hostname}:{parts.port or 6379}"  # never the password a URL may carry
 
-    async def start(self, sessions: Mapping[str, Owned]) -> None:
-        """Begin the heartbeat over ``sessions`` (the front's own table, read at each beat)."""
+    async def start(self, sessions: Mapping[str, Owned], drivers: Callable[[], Iterable[Driver]]) -> None:
+        """Begin the heartbeat over ``sessions`` (the front's own table, read at each beat), and take the
+        lists other instances announce to the sessions ``drivers`` gives."""
+        from lazymcp.gateway.front import Gateway
+
+        def tell(server: str, tools: Sequence[Tool]) -> None:
+            for driver in drivers():
+                core = driver.core
+                if isinstance(core, Gateway):
+                    driver.apply(lambda now, core=core: core.learned(server, tools, now))
+
         self._sessions = sessions
         await self._beat()
         self._beating = asyncio.ensure_future(self._beat_forever())
+        self._listening = asyncio.ensure_future(self.lists.listen(tell))
 
     async def aclose(self) -> None:
-        if self._beating is not None:
-            self._beating.cancel()
-            await asyncio.gather(self._beating, return_exceptions=True)
+        for task in (self._beating, self._listening):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         await self.forwarder.aclose()
         try:
             await asyncio.wait_for(self.redis.aclose(), REDIS_WAIT)

@@ -209,17 +209,24 @@ def run_gateway(
     launch = Launch(config, options, **choices)
     if launch.refresh:
         return asyncio.run(refresh(launch))
-    store = ManifestStore(cache_dir())
+    peers = None
+    if cluster is not None and http is not None:  # the Redis client is loaded only for --redis
+        from lazymcp.run.cluster import Cluster
+        from lazymcp.run.cluster_lists import warm_start
+
+        peers = Cluster(*cluster, config.enabled)
+        store = ManifestStore(cache_dir(), on_saved=peers.lists.saved)
+        peers.lists.store = store
+        warmed = warm_start(cluster[0], store, config.enabled)
+        if warmed:
+            say("gateway", f"{plural(warmed, 'manifest')} taken from Redis", logging.INFO)
+    else:
+        store = ManifestStore(cache_dir())
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
     LOGGER.info(start_line(first, config.source, http, launch.eager, access))
     if http is not None:
         from lazymcp.run.http_front import HttpFront, serve_front
 
-        peers = None
-        if cluster is not None:  # the Redis client is loaded only for --redis
-            from lazymcp.run.cluster import Cluster
-
-            peers = Cluster(*cluster)
         seed = first.seed
 
         def session_core() -> Gateway:

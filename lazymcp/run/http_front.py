@@ -116,7 +116,7 @@ class HttpFront:
         async def lifespan(_app: Starlette) -> AsyncGenerator[None]:
             self.loop = asyncio.get_running_loop()
             if self.cluster is not None:
-                await self.cluster.start(self.sessions)
+                await self.cluster.start(self.sessions, self.drivers)
             self.accepting = True
             yield
             self.accepting = False
@@ -129,6 +129,10 @@ class HttpFront:
         endpoint = Route("/mcp", self.endpoint, methods=["GET", "POST", "DELETE"])
         checked = self.access.routes() if self.access is not None else []
         return Starlette(routes=[endpoint, *health_routes(self.readiness), *checked, *routes], lifespan=lifespan)
+
+    def drivers(self) -> list[Driver]:
+        """Every session's driver, 2025 and 2026 alike."""
+        return [side.driver for table in self._tables() for side in table.values()]
 
     def readiness(self) -> dict[str, object]:
         """What ``/readyz`` says: ``unavailable`` while starting or shutting down, ``degraded`` while what

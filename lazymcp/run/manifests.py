@@ -18,7 +18,7 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -69,6 +69,8 @@ class ManifestStore:
     directory: Path
     ignored: set[Path] = field(default_factory=lambda: set(), compare=False)
     """Files found unusable (and said so, once)."""
+    on_saved: Callable[[str, bytes], None] | None = field(default=None, compare=False)
+    """Told each manifest written (its key and its bytes): gateway instances share them (``--redis``)."""
 
     def path(self, identity: Sequence[Any]) -> Path:
         """The file of a server's manifest."""
@@ -119,6 +121,17 @@ class ManifestStore:
         record = {"format": FORMAT, "fetched": manifest.fetched, "version": version, "tools": list(tools)}
         written = {m: {"entries": v.entries, "fetched": v.fetched} for m, v in kept.items()}
         blob = orjson.dumps({**record, "lists": written})
+        self._write(path, blob)
+        if self.on_saved is not None:
+            self.on_saved(path.stem, blob)
+        return manifest
+
+    def put(self, identity: Sequence[Any], blob: bytes) -> None:
+        """Store a manifest's bytes as another store wrote them (read back with ``load``, which checks them)."""
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._write(self.path(identity), blob)
+
+    def _write(self, path: Path, blob: bytes) -> None:
         # A new file of a random name, created exclusively and without following a link (mode 0600).
         descriptor, partial = tempfile.mkstemp(dir=self.directory, prefix=f".{path.stem}.", suffix=".tmp")
         try:
@@ -128,7 +141,6 @@ class ManifestStore:
         except BaseException:
             Path(partial).unlink(missing_ok=True)
             raise
-        return manifest
 
 
 def _read(path: Path) -> bytes | None:
