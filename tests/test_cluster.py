@@ -388,3 +388,33 @@ async def test_a_list_change_seen_by_one_instance_reaches_every_instance_and_new
     assert grown == 200
     assert {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} in told
     assert "c__extra_1" in fresh
+
+
+# --- the command line --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--redis", "redis://127.0.0.1:9/0"], "--redis is only for --http"),
+        (["--http", "127.0.0.1:{port}", "--advertise", "http://127.0.0.1:1"], "--advertise is only for --redis"),
+        (["--http", "127.0.0.1:{port}", "--redis", "http://127.0.0.1:9"], "expected a redis://"),
+        (["--http", "0.0.0.0:{port}", "--token-file", "{token}", "--redis", "redis://127.0.0.1:9"], "--advertise URL"),
+        (["--http", "127.0.0.1:{port}", "--redis", "redis://127.0.0.1:9", "--advertise", "ftp://x/"], "http://HOST"),
+        (["--http", "127.0.0.1:{port}", "--redis", "redis://127.0.0.1:9", "--advertise", "http://x/mcp"], "no path"),
+    ],
+)
+def test_cluster_flags_that_cannot_work_are_refused_in_one_line(
+    flags: list[str], said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lazymcp.cli import main
+
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {}}))
+    token = tmp_path / "token"
+    token.write_text("t\n")
+    token.chmod(0o600)
+    filled = [flag.format(port=free_port(), token=token) for flag in flags]
+    assert main(["gateway", "--config", str(config), *filled]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1, err
