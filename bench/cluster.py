@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         instances = []
         for number, port in enumerate(ports):
             command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), "--http", f"{HOST}:{port}"]
-            command += ["--redis", f"redis://{HOST}:{redis_port}/0", "--max-sessions", str(args.clients + 8)]
+            command += ["--redis", f"redis://{HOST}:{redis_port}/0", "--max-sessions", str(args.clients * 3)]
             instances.append(
                 start(
                     command, port, {"LAZYMCP_CACHE_DIR": str(root / f"cache{number}"), "LAZYMCP_LOG_LEVEL": "warning"}

@@ -23,6 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from lazymcp.errors import ErrorCode
 from lazymcp.limits import Limits
 from lazymcp.run.http_checks import disconnected, error_response, read_body
+from lazymcp.run.peer_http import KEEP_ALIVE, PeerPool, PeerTimeout, PeerUnreachable
 
 FORWARDED_HEADER = "lazymcp-forwarded-by"
 """Set on a forwarded request (the id of the instance that sent it on): its receiver answers it itself."""
@@ -34,9 +35,6 @@ ANSWER_GRACE = 10.0
 """Seconds past the front's own bound on a request that a forwarded one waits for its owner."""
 PASSED_ON = ("host", "authorization", "content-type", "accept", "origin", "last-event-id")
 PASSED_BACK = ("content-type", "mcp-session-id", "retry-after", "www-authenticate", "cache-control")
-KEEP_ALIVE = 2.0
-"""Seconds an idle connection to a peer is kept: less than the 5 its server keeps it, so that it is never
-reused just as the peer closes it."""
 MAX_CONNECTIONS = 256
 """Connections to peers at once, over all of them (each a forwarded request or event stream)."""
 
@@ -65,8 +63,12 @@ class Forwarder:
         )
         timeout = httpx2.Timeout(STREAM_WAIT, connect=CONNECT_WAIT)
         self.client = httpx2.AsyncClient(limits=limits, timeout=timeout, trust_env=False)
+        """Event streams' connections."""
+        self.peers = PeerPool()
+        """POSTs' and DELETEs' connections: the hop every forwarded request pays, kept lean."""
 
     async def aclose(self) -> None:
+        self.peers.close()
         await self.client.aclose()
 
     def _headers(self, request: Request) -> dict[str, str]:
@@ -85,9 +87,16 @@ class Forwarder:
             if isinstance(read, Response):
                 return read
             body = read
-        timeout = httpx2.Timeout(limits.wait + ANSWER_GRACE, connect=CONNECT_WAIT)
         sent = asyncio.ensure_future(
-            self.client.request(request.method, url, content=body, headers=self._headers(request), timeout=timeout)
+            self.peers.request(
+                owner.address,
+                request.method,
+                "/mcp",
+                list(self._headers(request).items()),
+                body,
+                connect_wait=CONNECT_WAIT,
+                answer_wait=limits.wait + ANSWER_GRACE,
+            )
         )
         left = asyncio.ensure_future(disconnected(request))
         try:
@@ -100,16 +109,13 @@ class Forwarder:
             return Response(status_code=499)
         try:
             answer = sent.result()
-        except httpx2.TimeoutException as exc:
-            if isinstance(exc, httpx2.ConnectTimeout):
-                return gone()
-            return error_response(
-                None, 504, "Request timed out: the session's instance did not answer", code=ErrorCode.REQUEST_TIMEOUT
-            )
-        except httpx2.HTTPError:  # refused, reset, or closed before answering
+        except PeerTimeout:
+            text = "Request timed out: the session's instance did not answer"
+            return error_response(None, 504, text, code=ErrorCode.REQUEST_TIMEOUT)
+        except PeerUnreachable:  # refused, reset, or closed before answering
             return gone()
         headers = {name: answer.headers[name] for name in PASSED_BACK if name in answer.headers}
-        return Response(answer.content, status_code=answer.status_code, headers=headers)
+        return Response(answer.body, status_code=answer.status, headers=headers)
 
     async def _stream(self, request: Request, url: str) -> Response:
         outgoing = self.client.build_request("GET", url, headers=self._headers(request))
