@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -418,3 +419,25 @@ def test_cluster_flags_that_cannot_work_are_refused_in_one_line(
     assert main(["gateway", "--config", str(config), *filled]) == 2
     err = capsys.readouterr().err
     assert said in err and len(err.strip().splitlines()) == 1, err
+
+
+@needs_redis
+@pytest.mark.anyio
+async def test_a_request_waiting_on_an_owner_that_stops_answering_gets_404_not_a_hang(tmp_path: Path) -> None:
+    """The owner is stopped (SIGSTOP: it still accepts connections, answers nothing, and writes no more
+    heartbeats): a request forwarded to it gets 404 once its sessions leave Redis, long before the
+    request's own timeout (300 s)."""
+    redis_port, one, two = free_port(), free_port(), free_port()
+    config = config_of(tmp_path, p=PID_SERVER)
+    async with redis_server(redis_port), instance(config, tmp_path / "b", two, redis_port):
+        async with instance(config, tmp_path / "a", one, redis_port) as owner:
+            with anyio.fail_after(TIMEOUT):
+                session = await open_session(one)
+                _, before = await post(two, WHOAMI, session)
+                owner.send_signal(signal.SIGSTOP)
+                try:
+                    after, answer = await post(two, WHOAMI, session)
+                finally:
+                    owner.send_signal(signal.SIGCONT)
+    assert pid_of(before)
+    assert after == 404 and answer is not None and "initialize again" in answer["error"]["message"]

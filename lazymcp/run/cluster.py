@@ -237,6 +237,13 @@ class Cluster:
                 self._owners.popitem(last=False)
         return owner
 
+    async def _still_owned(self, session_id: str) -> bool:
+        """Whether the session's owner still writes it (Redis out of reach: no news of a death, so yes)."""
+        try:
+            return bool(await asyncio.wait_for(self.redis.exists(PREFIX + session_id), REDIS_WAIT * 2))
+        except REDIS_ERRORS:
+            return True
+
     async def forward(self, request: Request, sessions: Mapping[str, Owned], limits: Limits) -> Response | None:
         """The owner's answer to a request for a 2025-11-25 session another instance owns; None when this
         instance answers it (no session named, its own session, a 2026-07-28 request, one forwarded
@@ -255,7 +262,7 @@ class Cluster:
 
         if owner.principal != principal_hash(principal_of(request)):  # another principal's: as if there were none
             return None
-        answer = await self.forwarder.forward(request, owner, limits)
+        answer = await self.forwarder.forward(request, owner, limits, lambda: self._still_owned(session_id))
         if answer.status_code == 404:  # the owner is gone, or the session ended: ask Redis next time
             self._owners.pop(session_id, None)
         return answer

@@ -13,7 +13,7 @@ session as the transport says.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 import httpx2
@@ -35,6 +35,10 @@ ANSWER_GRACE = 10.0
 """Seconds past the front's own bound on a request that a forwarded one waits for its owner."""
 PASSED_ON = ("host", "authorization", "content-type", "accept", "origin", "last-event-id")
 PASSED_BACK = ("content-type", "mcp-session-id", "retry-after", "www-authenticate", "cache-control")
+WATCH_AFTER = 2.0
+"""Seconds a forwarded request waits before its owner's liveness is checked."""
+WATCH_EVERY = 1.0
+"""Seconds between two checks of a waiting forwarded request's owner (a heartbeat)."""
 MAX_CONNECTIONS = 256
 """Connections to peers at once, over all of them (each a forwarded request or event stream)."""
 
@@ -46,6 +50,16 @@ class Owner:
     instance: str
     address: str
     principal: str
+
+
+async def _until_dead(alive: Callable[[], Awaitable[bool]]) -> None:
+    """Returns once ``alive`` says no, asked every ``WATCH_EVERY`` seconds from ``WATCH_AFTER`` on: a
+    request answered sooner costs Redis nothing."""
+    await asyncio.sleep(WATCH_AFTER)
+    while True:
+        if not await alive():
+            return
+        await asyncio.sleep(WATCH_EVERY)
 
 
 def gone(request_id: object = None) -> Response:
@@ -77,7 +91,11 @@ class Forwarder:
         headers[FORWARDED_HEADER] = self.instance
         return headers
 
-    async def forward(self, request: Request, owner: Owner, limits: Limits) -> Response:
+    async def forward(
+        self, request: Request, owner: Owner, limits: Limits, alive: Callable[[], Awaitable[bool]]
+    ) -> Response:
+        """The owner's answer; 404 when it cannot be reached, or stops writing its sessions (``alive``
+        says no) while this request waits for it."""
         url = f"{owner.address}/mcp"
         if request.method == "GET":
             return await self._stream(request, url)
@@ -99,14 +117,16 @@ class Forwarder:
             )
         )
         left = asyncio.ensure_future(disconnected(request))
+        watch = asyncio.ensure_future(_until_dead(alive))
         try:
-            await asyncio.wait({sent, left}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({sent, left, watch}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             left.cancel()
-        if not sent.done():  # the client closed its request: so does this one, and the owner cancels it
+            watch.cancel()
+        if not sent.done():  # the client left (the owner then cancels it), or the owner died meanwhile
             sent.cancel()
             await asyncio.gather(sent, return_exceptions=True)
-            return Response(status_code=499)
+            return Response(status_code=499) if left.done() and not left.cancelled() else gone()
         try:
             answer = sent.result()
         except PeerTimeout:
