@@ -55,11 +55,16 @@ def read_private(path: Path, limit: int) -> bytes | None:
         descriptor = os.open(path, flags)
     except OSError:
         return None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > limit:  # a directory opens too: refused here
+            os.close(descriptor)
+            return None
+    except OSError:
+        os.close(descriptor)
+        return None
     with os.fdopen(descriptor, "rb") as file:
         try:
-            status = os.fstat(descriptor)
-            if not stat.S_ISREG(status.st_mode) or status.st_size > limit:
-                return None
             raw = file.read(limit + 1)
         except OSError:
             return None
