@@ -15,11 +15,24 @@ import mcp
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from lazymcp.client import raw_request
+from lazymcp.client import LazyClient, raw_request
 from lazymcp.digests import Digest
 
-from .conftest import ERAS, SERVERS, SMALL_TOOLS
-from .raw import INIT, INITIALIZED, TIMEOUT, children, config_of, gateway, peer, proxy, request
+from .conftest import ERAS, SERVERS, SMALL_TOOLS, free_port
+from .raw import (
+    INIT,
+    INITIALIZED,
+    TIMEOUT,
+    children,
+    config_of,
+    gateway,
+    http_gateway,
+    http_proxy,
+    mcp_url,
+    peer,
+    proxy,
+    request,
+)
 from .test_transports import TRANSPORTS, serving
 
 NAMES = [tool["name"] for tool in SMALL_TOOLS]
@@ -132,3 +145,38 @@ async def test_the_gateway_answers_the_manifest_from_its_manifests_without_start
     by_name = {entry["name"]: entry["digest"] for entry in after["entries"]}
     assert [by_name[tool["name"]] for tool in described] == [Digest.of(tool).digest for tool in described]
     assert by_name["a__add"] != by_name["b__add"]  # the renamed tool is digested, not the server's
+
+
+# --- over HTTP: the proxy and the gateway, to LazyClient in both eras --------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("front", ["proxy", "gateway"])
+async def test_over_http_a_second_lazy_client_session_describes_from_its_cache(
+    tmp_path: Path, front: str, mode: str
+) -> None:
+    """The proxy's and the gateway's manifests over streamable HTTP: a ``LazyClient``'s second session
+    describes without a request what its first one described, and gets the same tools."""
+    cache = tmp_path / "tools"
+    port = free_port()
+    if front == "proxy":
+        server = http_proxy(*PLAIN)
+        names = ["echo", "add"]
+    else:
+        server = http_gateway(config_of(tmp_path, a=PLAIN), tmp_path / "manifests", port)
+        names = ["a__echo", "a__add"]
+    with anyio.fail_after(TIMEOUT * 2):
+        async with server as started:
+            url = mcp_url(started[0] if isinstance(started, tuple) else port)
+            sessions: list[tuple[list[Any], int, dict[str, Any]]] = []
+            for _ in range(2):
+                async with LazyClient(url, mode=mode, cache=cache) as client:
+                    described = [await client.describe(name) for name in names]
+                    manifest = await client.request("tools/manifest")
+                    sessions.append((described, client.described_from_cache, manifest))
+    (first, first_cached, manifest), (second, second_cached, _) = sessions
+    assert (first_cached, second_cached) == (0, len(names))
+    assert second == first
+    digests = {entry["name"]: entry["digest"] for entry in manifest["entries"]}
+    assert [digests[tool["name"]] for tool in first] == [Digest.of(tool).digest for tool in first]
