@@ -116,4 +116,3 @@ class ManifestStore:
         written = {m: {"entries": v.entries, "fetched": v.fetched} for m, v in kept.items()}
         write_private(self.path(identity), orjson.dumps({**record, "lists": written}))
         return manifest
-
