@@ -83,13 +83,26 @@ async def test_a_stock_sdk_client_gets_the_manifest_and_describes_by_names(
             empty = await refused(client.session, {"names": []})
             too_many = await refused(client.session, {"names": [NAMES[0]] * 101})
             listed = await raw_request(client.session, "tools/list", {"lazy": True})
+            discovered = await raw_request(client.session, "server/discover") if mode != "legacy" else None
     assert entries_of(manifest) == digests_of(SMALL_TOOLS)
     assert [json.dumps(tool) for tool in described["tools"]] == [json.dumps(SMALL_TOOLS[i]) for i in (2, 0)]
     assert unknown["unknownNames"] == ["nope"]
     assert (empty["reason"], too_many["reason"], too_many["maxNames"]) == ("empty", "maxNames", 100)
     assert all("digest" not in stub for stub in listed["tools"])
-    if mode != "legacy":
+    if discovered is not None:
         assert manifest["resultType"] == "complete" and "ttlMs" in manifest
+        assert discovered["capabilities"]["tools"]["manifest"] == {"maxNames": 100}
+
+
+@pytest.mark.anyio
+@pytest.mark.requirement("LT-32")
+async def test_serve_advertises_the_capability_in_its_initialize_result(catalog_file: Path) -> None:
+    """What the SDK client's capability model drops on the way in, seen on the wire."""
+    with anyio.fail_after(TIMEOUT):
+        async with peer([sys.executable, "-m", "lazymcp", "serve", "--catalog", str(catalog_file)]) as client:
+            await client.send(request(0, "initialize", INIT))
+            init = await client.answer(0)
+    assert init["result"]["capabilities"]["tools"] == {"listChanged": True, "manifest": {"maxNames": 100}}
 
 
 # --- lazymcp proxy -----------------------------------------------------------------------------------
@@ -175,6 +188,9 @@ async def test_over_http_a_second_lazy_client_session_describes_from_its_cache(
                     described = [await client.describe(name) for name in names]
                     manifest = await client.request("tools/manifest")
                     sessions.append((described, client.described_from_cache, manifest))
+                    if mode != "legacy":
+                        discovered = await client.request("server/discover")
+                        assert discovered["capabilities"]["tools"]["manifest"] == {"maxNames": 100}
     (first, first_cached, manifest), (second, second_cached, _) = sessions
     assert (first_cached, second_cached) == (0, len(names))
     assert second == first
