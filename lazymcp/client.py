@@ -142,6 +142,12 @@ class LazyClient:
             self._manifest_read = True
         return self._digests or {}
 
+    async def refresh_manifest(self) -> None:
+        """Read the server's manifest again: its tools changed. A 2025-11-25 session does so by itself on
+        ``notifications/tools/list_changed``; a 2026-07-28 one learns of changes only on a listen stream."""
+        self._manifest_read = False
+        await self._manifest()
+
     async def _held(self, name: str) -> Tool | None:
         """Tool ``name`` from the cache, when the manifest's digest of it is kept there."""
         if self.cache is None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import mcp
+import mcp_types as types
 import pytest
 
 from lazymcp.client import LazyClient
@@ -196,3 +197,42 @@ async def test_without_a_cache_every_describe_is_a_request(tmp_path: Path) -> No
                     await client.describe(NAMES[0])
     assert seen.count("tools/describe") == 2
     assert "tools/manifest" not in seen
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_tool_changed_mid_session_is_not_served_from_the_cache(tmp_path: Path, mode: str) -> None:
+    """2025-11-25: ``list_changed`` makes the client read the manifest again; 2026-07-28: the change
+    comes on a listen stream, and ``refresh_manifest`` reads it."""
+    lazy = build_server(copy.deepcopy(SMALL_TOOLS))
+    changed_tools = copy.deepcopy(SMALL_TOOLS)
+    changed_tools[0]["description"] = "Changed while the session lasted."
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    with anyio.fail_after(TIMEOUT):
+        async with (
+            lazy_http_server(lazy, stateless=False) as url,
+            LazyClient(url, mode=mode, cache=tmp_path / "tools", message_handler=on_message) as client,
+        ):
+            before = await client.describe(NAMES[0])
+            assert await client.describe(NAMES[0]) == before and client.described_from_cache == 1
+            if mode == "legacy":
+                await lazy.set_tools(changed_tools)
+                while not changed.is_set():  # the client's GET stream may open after the first notice
+                    with anyio.move_on_after(1.0):
+                        await changed.wait()
+                    if not changed.is_set():
+                        await lazy.announce()
+            else:
+                async with client.client.listen(tools_list_changed=True) as subscription:
+                    await lazy.set_tools(changed_tools)
+                    async for _ in subscription:
+                        break
+                await client.refresh_manifest()
+            after = await client.describe(NAMES[0])
+    assert before == SMALL_TOOLS[0]
+    assert after == changed_tools[0]
