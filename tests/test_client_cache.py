@@ -22,7 +22,7 @@ from lazymcp.digests import Digest, canonical
 from lazymcp.serve import build_server
 from lazymcp.toolcache import ToolCache
 
-from .conftest import ERAS, SMALL_TOOLS, lazy_http_server
+from .conftest import ERAS, SMALL_TOOLS, lazy_http_server, shared_catalog
 
 TIMEOUT = 30.0
 NAMES = [tool["name"] for tool in SMALL_TOOLS]
@@ -236,3 +236,25 @@ async def test_a_tool_changed_mid_session_is_not_served_from_the_cache(tmp_path:
             after = await client.describe(NAMES[0])
     assert before == SMALL_TOOLS[0]
     assert after == changed_tools[0]
+
+
+@pytest.mark.anyio
+async def test_a_second_stdio_session_describes_twenty_of_the_954_tools_from_the_cache(tmp_path: Path) -> None:
+    """The issue's target over a real transport: ``lazymcp serve`` of the shared 954-tool catalog."""
+    tools = shared_catalog("combined")
+    catalog = tmp_path / "combined.json"
+    catalog.write_text(json.dumps(tools))
+    names = [tool["name"] for tool in tools[::47]][:20]
+    server = mcp.StdioServerParameters(
+        command=sys.executable, args=["-m", "lazymcp", "serve", "--catalog", str(catalog)]
+    )
+    described: list[list[dict[str, Any]]] = []
+    cached: list[int] = []
+    with anyio.fail_after(TIMEOUT * 2):
+        for _ in range(2):
+            async with LazyClient(server, cache=tmp_path / "tools") as client:
+                described.append([await client.describe(name) for name in names])
+                cached.append(client.described_from_cache)
+    assert len(names) == 20
+    assert cached == [0, 20]
+    assert described[1] == described[0] == [tool for tool in tools if tool["name"] in names]
