@@ -144,6 +144,9 @@ async def test_the_gateway_answers_the_manifest_from_its_manifests_without_start
             )
             before = (await first.answer(2))["result"]
             described = (await first.answer(3))["result"]["tools"]
+            assert first.process.stdin is not None
+            await first.process.stdin.aclose()  # the client leaves: the gateway ends, its manifests written
+            assert await first.process.wait() == 0
         async with gateway(config, cache) as second:
             await second.send(request(0, "initialize", INIT), INITIALIZED, request(1, "tools/manifest"))
             init = await second.answer(0)
