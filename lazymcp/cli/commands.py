@@ -89,26 +89,30 @@ def access_of(args: argparse.Namespace, *, required: bool = True) -> Access | No
     )
 
 
-def _token(path: str | None, command: str) -> str | None:
-    """The bearer token from ``--token-file`` (a file others can read is warned about, as ssh does with a
-    key), else ``LAZYMCP_GATEWAY_TOKEN``, else None.
+def _token(path: str | None, command: str) -> list[tuple[str, str]] | None:
+    """The bearer tokens, with their principals' names, from ``--token-file`` (``name: token`` a line, or
+    bare tokens, named ``default``; a file others can read is warned about, as ssh does with a key), else
+    ``LAZYMCP_GATEWAY_TOKEN``, else None.
 
     Raises:
-        ConfigError: the file cannot be read or holds no token.
+        ConfigError: the file cannot be read, holds no token, or a line is malformed.
     """
+    from lazymcp.policy import read_token_file
+
     if path is None:
-        return os.environ.get(TOKEN) or None
+        token = os.environ.get(TOKEN, "").strip()
+        return read_token_file(token, TOKEN) if token else None
     try:
-        token = Path(path).read_text().strip()
+        text = Path(path).read_text()
         mode = os.stat(path).st_mode
     except OSError as exc:
         raise ConfigError(f"cannot read the token file {path!r}: {exc.strerror or exc}") from None
     if mode & 0o077:
         shown = oct(stat.S_IMODE(mode))[2:]
         say(command, f"warning: the token file {path!r} can be read by others (mode {shown}); chmod 600 it")
-    if not token:
+    if not text.strip():
         raise ConfigError(f"the token file {path!r} is empty")
-    return token
+    return read_token_file(text, f"the token file {path!r}")
 
 
 def _catalog_tools(path: str | None) -> list[Any]:

@@ -55,6 +55,7 @@ from lazymcp.manifest import Manifest
 from lazymcp.messages import SEPARATOR
 from lazymcp.methods import METHODS, Answer
 from lazymcp.options import Options
+from lazymcp.policy import Grant
 
 LIST_CHANGED_TOOLS = Frame({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 
@@ -92,6 +93,8 @@ class Gateway:
     """The catalog of a gateway over the same manifests (an earlier HTTP session's): used, not rebuilt."""
     first_list_wait: float | None = FIRST_LIST_WAIT
     """Seconds a ``tools/*`` request waits for the first lists of starting servers (None: no bound but theirs)."""
+    grant: Grant | None = None
+    """The tools this session's principal may use (``lazymcp.policy``): the only ones it sees; None: all."""
     command: str = "gateway"
     isolates_servers: bool = True
     servers: Servers = field(init=False)
@@ -106,7 +109,7 @@ class Gateway:
         self.servers = Servers(
             self.entries, self.manifests, self.timeout, self.client_timeout, self.client_info, self.first_list_wait
         )
-        self.merged = Merged(self.options, self.separator, self.mode, self.budget, seed=self.seed)
+        self.merged = Merged(self.options, self.separator, self.mode, self.budget, seed=self.seed, grant=self.grant)
         key = tuple((name, m.fetched, m.version) if m else (name,) for name, m in self.manifests.items())
         self.merged.build(self.servers.tool_lists(), key)
         self.seed = self.merged.seed

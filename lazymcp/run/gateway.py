@@ -29,6 +29,7 @@ from lazymcp.manifest import DEFAULT_TTL, Manifest
 from lazymcp.notices import LOGGER, say
 from lazymcp.options import Options
 from lazymcp.packed import Packed
+from lazymcp.policy import ANONYMOUS, Grant, Principal, check_policy
 from lazymcp.run.driver import Driver
 from lazymcp.run.manifests import ManifestStore
 from lazymcp.run.wire import sdk_serializer
@@ -68,9 +69,12 @@ def read_config(path: str, environ: Mapping[str, str] | None = None) -> GatewayC
     return config
 
 
-def build_gateway(launch: Launch, store: ManifestStore | None, seed: Seed | None = None) -> Gateway:
+def build_gateway(
+    launch: Launch, store: ManifestStore | None, seed: Seed | None = None, grant: Grant | None = None
+) -> Gateway:
     """The core over the enabled servers, with their manifests (none when refreshing); its catalog is
-    ``seed``'s when that was built from the same manifests.
+    ``seed``'s when that was built from the same manifests and grant, and holds only the tools ``grant``
+    allows (None: every tool).
 
     Raises:
         ConfigError: two tools get one name.
@@ -98,6 +102,7 @@ def build_gateway(launch: Launch, store: ManifestStore | None, seed: Seed | None
             client_info={"name": "lazymcp-gateway", "version": __version__},
             seed=seed,
             first_list_wait=launch.first_list_wait,
+            grant=grant,
         )
     except ConfigError as exc:
         raise ConfigError(f"{config.source}: {exc.message}") from None
@@ -151,6 +156,16 @@ async def refresh(launch: Launch) -> int:
         else:
             say("gateway", f"server {server.name!r}: {len(server.tools or ())} tools", logging.INFO)
     return 1 if failed else 0
+
+
+def known_tools(gateway: Gateway) -> dict[str, list[str] | None]:
+    """Each server's gateway tool names as known now; None for a server not listed yet."""
+    tools: dict[str, list[str] | None] = {s.name: None if s.tools is None else [] for s in gateway.servers}
+    for name, (server, _) in gateway.names.owners.items():
+        listed = tools.get(server)
+        if listed is not None:
+            listed.append(name)
+    return tools
 
 
 def plural(count: int, noun: str) -> str:
@@ -210,16 +225,19 @@ def run_gateway(
         return asyncio.run(refresh(launch))
     store = ManifestStore(cache_dir())
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
+    policy = config.access
+    if policy is not None:  # a pattern naming no server or no tool stops it too
+        check_policy(policy, known_tools(first), config.separator, config.source)
     LOGGER.info(start_line(first, config.source, http, launch.eager, access))
     if http is not None:
         from lazymcp.run.http_front import HttpFront, serve_front
 
-        seed = first.seed
+        seeds: dict[Grant | None, Seed | None] = {None: first.seed}
 
-        def session_core() -> Gateway:
-            nonlocal seed
-            core = build_gateway(launch, store, seed)  # each session its own, over one catalog while it lasts
-            seed = core.seed
+        def session_core(principal: Principal) -> Gateway:
+            grant = None if policy is None else policy.grant(principal)
+            core = build_gateway(launch, store, seeds.get(grant), grant)  # each session its own core, over
+            seeds[grant] = core.seed  # one catalog for each grant while its manifests last
             return core
 
         front = HttpFront(
@@ -234,4 +252,6 @@ def run_gateway(
             name="gateway",
         )
         return serve_front(front, http)
+    if policy is not None:  # a stdio client shows no credentials: it is anonymous
+        first = build_gateway(launch, store, first.seed, policy.grant(ANONYMOUS))
     return asyncio.run(run_stdio(first, store=store, eager=launch.eager))

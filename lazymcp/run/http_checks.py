@@ -7,6 +7,7 @@ every front: the proxy's and the gateway's, and ``serve --http``'s, whose SDK ap
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -14,20 +15,29 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lazymcp import jsonrpc
+from lazymcp.access import PRINCIPAL_KEY
 from lazymcp.addresses import LOOPBACK, is_loopback
 from lazymcp.errors import ErrorCode
+from lazymcp.policy import ANONYMOUS, Principal
 
 
-def principal_of(request: Request) -> object:
-    """Who a request comes from, when its front authenticates principals (OAuth): the token's client,
-    issuer and subject; None otherwise (everyone is one principal)."""
+def principal_of(request: Request) -> Principal:
+    """Who a request comes from (``lazymcp.policy.Principal``): the name of the bearer token it carried,
+    or the client, issuer, subject, scopes and claims of its OAuth token; ``ANONYMOUS`` when its front
+    checks no credentials. Read after the front's ``Access.check`` let it in."""
+    name = request.scope.get(PRINCIPAL_KEY)
+    if isinstance(name, str):
+        return Principal(name=name)
     user = request.scope.get("user")
     token = getattr(user, "access_token", None)
     if token is None:
-        return None
+        return ANONYMOUS
     from mcp.server.auth.provider import principal_components
 
-    return principal_components(token)
+    client, issuer, subject = principal_components(token)
+    claims = cast(dict[str, object], getattr(token, "claims", None) or {})
+    scopes = frozenset(cast(list[str], getattr(token, "scopes", None) or []))
+    return Principal(client=client or None, issuer=issuer, subject=subject, scopes=scopes, claims=claims)
 
 
 def malformed(message: jsonrpc.Message) -> str | None:

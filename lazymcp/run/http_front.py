@@ -47,6 +47,7 @@ from lazymcp.run.http_sessions import HttpSession, busy, event_stream
 
 if TYPE_CHECKING:
     from lazymcp.access import Access
+    from lazymcp.policy import Principal
     from lazymcp.run.manifests import ManifestStore
 
 SESSION_HEADER = "mcp-session-id"
@@ -59,11 +60,12 @@ ANSWER_GRACE = 5.0
 
 
 class HttpFront:
-    """The ``/mcp`` endpoint in front of the sessions: each a ``Driver`` over a core ``make_core`` builds."""
+    """The ``/mcp`` endpoint in front of the sessions: each a ``Driver`` over a core ``make_core`` builds for
+    the principal that opens it (``lazymcp.policy.Principal``)."""
 
     def __init__(
         self,
-        make_core: Callable[[], Core],
+        make_core: Callable[[Principal], Core],
         limits: Limits,
         host: str,
         *,
@@ -152,14 +154,16 @@ class HttpFront:
         self._reap_later(table.pop(oldest), f"the {self.name} needed its place for a new session")
         return True
 
-    async def _open(self, *, remap_ids: bool) -> HttpSession | Response:
+    async def _open(self, principal: Principal, *, remap_ids: bool) -> HttpSession | Response:
         if not self._make_room():
             limit = self.limits.max_sessions
             return error_response(
                 None, 503, f"Too many sessions: the {self.name} serves at most {limit} busy ones (--max-sessions)"
             )
         side = HttpSession(
-            lambda sink: Driver(self.make_core(), sink, store=self.store), remap_ids=remap_ids, limits=self.limits
+            lambda sink: Driver(self.make_core(principal), sink, store=self.store),
+            remap_ids=remap_ids,
+            limits=self.limits,
         )
         try:
             await side.driver.start(self.eager)
@@ -233,13 +237,13 @@ class HttpFront:
             async with self._modern_lock:
                 side = self.moderns.get(principal)
                 if side is None or side.driver.done.done():
-                    opened = await self._open(remap_ids=True)
+                    opened = await self._open(principal, remap_ids=True)
                     if isinstance(opened, Response):
                         return opened
                     side = self.moderns[principal] = opened
                     side.principal = principal
         elif method == "initialize":
-            opened = await self._open(remap_ids=False)
+            opened = await self._open(principal, remap_ids=False)
             if isinstance(opened, Response):
                 return opened
             side = new_session(self.sessions, opened, headers)
