@@ -49,6 +49,16 @@ class Principal:
         """A few words naming it, for logs: the token's name, else the subject or client."""
         return self.name or self.subject or self.client or "anonymous"
 
+    @property
+    def key(self) -> str:
+        """One text per principal, what its calls are counted under: ``token:<name>``, or
+        ``oauth:<issuer> <client> <subject>``, or ``anonymous``."""
+        if self.name is not None:
+            return f"token:{self.name}"
+        if self.client is None and self.subject is None:
+            return "anonymous"
+        return f"oauth:{self.issuer or ''} {self.client or ''} {self.subject or ''}"
+
 
 ANONYMOUS = Principal()
 """A client with no credentials: stdio, or an open loopback front. Only the key ``*`` matches it."""

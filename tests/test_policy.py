@@ -17,15 +17,16 @@ from mcp.client.streamable_http import streamable_http_client
 
 from lazymcp.cli import main
 from lazymcp.core.actions import ToClient
-from lazymcp.errors import ConfigError
+from lazymcp.errors import ConfigError, ErrorCode
 from lazymcp.gateway.config import parse_config
 from lazymcp.gateway.front import Gateway
 from lazymcp.jsonrpc import parse, request_line
 from lazymcp.manifest import Manifest
 from lazymcp.policy import ANONYMOUS, NOTHING, Principal, check_policy, parse_policy, read_token_file
+from lazymcp.ratelimit import Limiter, MemoryCounter, Rate, parse_rate
 
-from .conftest import SERVERS, free_port
-from .raw import TIMEOUT, http_gateway, mcp_url, open_session, post, request
+from .conftest import SERVERS, free_port, until
+from .raw import TIMEOUT, gateway, http, http_gateway, mcp_url, open_session, post, request, tool_call
 from .servers.issuer import CLIENT_ID, CLIENT_SECRET, running_issuer
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
@@ -165,7 +166,7 @@ def team_config(tmp_path: Path, access: dict[str, Any]) -> Path:
 async def what_one_sees(url: str, token: str) -> dict[str, Any]:
     """What the SDK client with ``token`` lists, finds, describes and calls."""
     seen: dict[str, Any] = {}
-    http_client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+    http_client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT)
     async with http_client, Client(streamable_http_client(url, http_client=http_client), mode="legacy") as client:
         seen["listed"] = sorted(tool.name for tool in (await client.list_tools()).tools)
         for meta, arguments in [
@@ -256,3 +257,116 @@ def test_a_policy_naming_an_unknown_server_stops_the_start(tmp_path: Path, capsy
     assert main(["gateway", "--config", str(config)]) == 2
     err = capsys.readouterr().err
     assert "'maths__*' names the server 'maths'" in err and "Traceback" not in err
+
+
+# --- rate limits --------------------------------------------------------------------------------------
+
+
+def test_a_bucket_lets_a_burst_through_then_one_call_per_period_over_n() -> None:
+    rate, counter = parse_rate("3/min", "flag"), MemoryCounter()
+    assert [counter.take("a", rate, 0.0) for _ in range(4)] == [0.0, 0.0, 0.0, 20.0]
+    assert counter.take("b", rate, 0.0) == 0.0  # each key its own bucket
+    assert counter.take("a", rate, 10.0) == pytest.approx(10.0)  # half a call back: still refused
+    assert counter.take("a", rate, 20.0) == 0.0  # one whole call back
+    assert counter.take("a", rate, 1000.0) == 0.0 and counter.take("a", rate, 1000.0) == 0.0  # full again
+
+
+def test_a_counter_keeps_at_most_its_number_of_buckets() -> None:
+    counter = MemoryCounter(max_keys=2)
+    rate = parse_rate("1/s", "flag")
+    for key in ("a", "b", "c"):
+        counter.take(key, rate, 0.0)
+    assert counter.take("a", rate, 0.0) == 0.0  # "a" went first: a new, full bucket
+    assert counter.take("c", rate, 0.0) > 0
+
+
+@pytest.mark.parametrize("text", ["10", "0/s", "10/h", "-1/min", "ten/s", "10 per s", 10])
+def test_a_rate_is_n_per_second_or_minute(text: object) -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_rate(text, "--rate-limit")
+    assert raised.value.message.startswith("--rate-limit: expected a rate")
+    assert parse_rate(" 5 /min", "x") == Rate(5, 60.0) and str(parse_rate("7/s", "x")) == "7/s"
+
+
+def test_calls_past_a_rate_get_an_error_saying_when_to_retry_per_principal_and_per_server() -> None:
+    config = parse_config(
+        {"mcpServers": {"math": {"command": "x", "rateLimit": "1/min"}, "text": {"command": "y"}}}, source="f"
+    )
+    tools = [{"name": n, "description": f"{n} a text.", "inputSchema": {"type": "object"}} for n in ("echo", "upper")]
+    manifests = {name: Manifest(tuple(tools), 1.0, "1") for name in ("math", "text")}
+    limiter = Limiter(MemoryCounter(), parse_rate("3/s", "flag"), (("math", Rate(1, 60.0)),))
+
+    def session(principal: Principal) -> Gateway:
+        core = Gateway(config.servers, manifests=manifests, mode="proxy", principal=principal, limiter=limiter)
+        answer(core, 0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {}})
+        return core
+
+    def call(core: Gateway, name: str, now: float) -> int | None:
+        """The error code of a call, None when it went on to its server."""
+        actions = core.from_client(request_line(1, "tools/call", {"name": name, "arguments": {}}), now)
+        answered = [parse(a.data) for a in actions if isinstance(a, ToClient)]
+        return answered[0]["error"]["code"] if answered else None
+
+    alice, bob = session(Principal(name="alice")), session(Principal(name="bob"))
+    limited = int(ErrorCode.RATE_LIMITED)
+    assert [call(alice, "math__echo", 0.0), call(alice, "math__upper", 0.0)] == [None, limited]  # math: 1/min
+    assert call(alice, "text__echo", 0.0) is None
+    assert call(alice, "search_tools", 0.0) == limited  # the fourth call within a second: 3/s, meta-tools too
+    assert call(bob, "math__echo", 0.0) is None  # bob's buckets are his own
+    assert call(alice, "text__echo", 1.0) is None  # a second later: 3 more calls overall
+    assert call(alice, "math__echo", 30.0) == limited and call(alice, "math__echo", 61.0) is None
+    actions = alice.from_client(request_line(9, "tools/call", {"name": "math__echo", "arguments": {}}), 62.0)
+    [error] = [parse(a.data)["error"] for a in actions if isinstance(a, ToClient)]
+    assert error["data"] == {"retryAfter": 59} and "retry in 59 s" in error["message"]
+
+
+def test_a_malformed_rate_limit_is_one_line_naming_the_server() -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_config({"mcpServers": {"math": {"command": "x", "rateLimit": "lots"}}}, source="mcp.json")
+    assert raised.value.message.startswith("mcp.json: server 'math', field 'rateLimit': expected a rate")
+
+
+@pytest.mark.anyio
+async def test_over_stdio_a_call_past_the_rate_limit_is_an_error_saying_when_to_retry(tmp_path: Path) -> None:
+    config = team_config(tmp_path, {"*": {"allow": ["math__*"]}})
+    async with gateway(config, tmp_path / "cache", "--rate-limit", "2/min", "--mode", "proxy") as peer:
+        with anyio.fail_after(TIMEOUT * 2):
+            await peer.handshake()
+            answers = []
+            for number, name in enumerate(["math__echo", "text__echo", "math__echo"], 10):
+                await peer.send(tool_call(number, name, text="hi"))
+                answers.append(await peer.answer(number))
+    assert "result" in answers[0]
+    assert answers[1]["error"]["message"] == "Unknown tool: 'text__echo'"  # anonymous: only what '*' allows
+    assert answers[2]["error"]["code"] == ErrorCode.RATE_LIMITED
+    assert answers[2]["error"]["data"]["retryAfter"] == 30
+
+
+@pytest.mark.anyio
+async def test_over_http_a_call_past_the_rate_limit_gets_429_and_later_goes_through(tmp_path: Path) -> None:
+    config = team_config(tmp_path, {"*": {"allow": ["*"]}})
+    tokens = tmp_path / "tokens"
+    tokens.write_text("alice: tok-alice-1\nbob: tok-bob-2\n")
+    tokens.chmod(0o600)
+    port = free_port()
+    flags = ["--token-file", str(tokens), "--rate-limit", "1/s", "--mode", "proxy"]
+    echo = tool_call(2, "math__echo", text="hi")
+    async with http_gateway(config, tmp_path / "cache", port, flags):
+        with anyio.fail_after(TIMEOUT * 2):
+            alice = await open_session(port, {"Authorization": "Bearer tok-alice-1"})
+            bob = await open_session(port, {"Authorization": "Bearer tok-bob-2"})
+            first = await post(port, echo, alice)
+            status, headers, body = await http(port, "POST", json.dumps(echo).encode(), alice)
+            for_bob = await post(port, echo, bob)
+            later: list[int] = []
+
+            async def through() -> bool:
+                later.append((await post(port, echo, alice))[0])
+                return later[-1] == 200
+
+            await until(through, within=TIMEOUT, what="a call once the bucket refills")
+    assert first[0] == 200 and first[1] is not None and "result" in first[1]
+    assert status == 429 and headers["retry-after"] == "1"
+    assert json.loads(body)["error"]["code"] == ErrorCode.RATE_LIMITED
+    assert for_bob[0] == 200
+    assert later[-1] == 200

@@ -184,6 +184,8 @@ def gateway(args: argparse.Namespace) -> int:
             eager=args.eager_start,
             refresh=args.refresh,
             first_list_wait=args.first_list_wait or None,
+            rate_limit=args.rate_limit,
+            metrics=args.metrics,
             http=args.http,
             access=access_of(args),
             allow_hosts=tuple(args.allow_host),

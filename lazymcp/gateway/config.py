@@ -19,10 +19,11 @@ from lazymcp.files import read_json
 from lazymcp.messages import SEPARATOR
 from lazymcp.metadata import ToolMeta, parse_metadata
 from lazymcp.policy import Policy, parse_policy
+from lazymcp.ratelimit import parse_rate
 
 STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "envFile"})
 REMOTE_KEYS = frozenset({"url", "headers"})
-COMMON_KEYS = frozenset({"type", "transport", "lazymcp", "disabled", "description", "name", "timeout"})
+COMMON_KEYS = frozenset({"type", "transport", "lazymcp", "disabled", "description", "name", "timeout", "rateLimit"})
 SERVER_KEYS = frozenset({"defer", "enabled", "category", "description", "tools", "inherit_env"})
 """What a server's ``lazymcp`` key may hold."""
 TOP_KEYS = frozenset({"separator", "servers", "mode", "budget", "access"})
@@ -125,6 +126,10 @@ class _Reader:
         disabled = data.get("disabled", False)
         if not isinstance(disabled, bool):
             raise self.fail(name, "field 'disabled' must be true or false")
+        if "rateLimit" in data:
+            entry = replace(
+                entry, rate_limit=parse_rate(data["rateLimit"], f"{self.source}: server {name!r}, field 'rateLimit'")
+            )
         return self.settings(entry, settings, data.get("lazymcp"), enabled=not disabled)
 
     def settings(self, entry: ServerEntry, *layers: object, enabled: bool) -> ServerEntry:

@@ -7,6 +7,7 @@ session a ``lazymcp.run.driver.Driver`` over a ``Gateway`` core (``lazymcp.gatew
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -30,12 +31,17 @@ from lazymcp.notices import LOGGER, say
 from lazymcp.options import Options
 from lazymcp.packed import Packed
 from lazymcp.policy import ANONYMOUS, Grant, Principal, check_policy
+from lazymcp.ratelimit import Limiter, MemoryCounter, Rate
+from lazymcp.run import observe
 from lazymcp.run.driver import Driver
 from lazymcp.run.manifests import ManifestStore
 from lazymcp.run.wire import sdk_serializer
 
 if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
     from lazymcp.access import Access
+    from lazymcp.run.metrics import Metrics
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,10 @@ class Launch:
     refresh: bool = False
     ttl: float = DEFAULT_TTL
     first_list_wait: float | None = FIRST_LIST_WAIT
+    rate_limit: Rate | None = None
+    """Each principal's ``tools/call`` requests may come at most at this rate (``--rate-limit``)."""
+    metrics: tuple[str, int] | None = None
+    """Serve ``/metrics`` at this address apart from ``/mcp`` (``--metrics``)."""
 
 
 def read_config(path: str, environ: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -70,11 +80,17 @@ def read_config(path: str, environ: Mapping[str, str] | None = None) -> GatewayC
 
 
 def build_gateway(
-    launch: Launch, store: ManifestStore | None, seed: Seed | None = None, grant: Grant | None = None
+    launch: Launch,
+    store: ManifestStore | None,
+    seed: Seed | None = None,
+    grant: Grant | None = None,
+    *,
+    principal: Principal = ANONYMOUS,
+    limiter: Limiter | None = None,
 ) -> Gateway:
-    """The core over the enabled servers, with their manifests (none when refreshing); its catalog is
-    ``seed``'s when that was built from the same manifests and grant, and holds only the tools ``grant``
-    allows (None: every tool).
+    """The core over the enabled servers, with their manifests (none when refreshing), for ``principal``;
+    its catalog is ``seed``'s when that was built from the same manifests and grant, and holds only the
+    tools ``grant`` allows (None: every tool); its calls count against ``limiter``'s rates.
 
     Raises:
         ConfigError: two tools get one name.
@@ -103,6 +119,9 @@ def build_gateway(
             seed=seed,
             first_list_wait=launch.first_list_wait,
             grant=grant,
+            principal=principal,
+            limiter=limiter,
+            observe=observe.watching(),
         )
     except ConfigError as exc:
         raise ConfigError(f"{config.source}: {exc.message}") from None
@@ -156,6 +175,34 @@ async def refresh(launch: Launch) -> int:
         else:
             say("gateway", f"server {server.name!r}: {len(server.tools or ())} tools", logging.INFO)
     return 1 if failed else 0
+
+
+def metrics_of(launch: Launch, http: tuple[str, int] | None) -> Metrics | None:
+    """The metrics, watching from now on: served apart at ``--metrics``, or at ``/metrics`` beside an HTTP
+    front's ``/mcp`` when prometheus-client is installed; None when neither.
+
+    Raises:
+        ConfigError: ``--metrics`` without prometheus-client, or on an address that cannot be listened on.
+    """
+    if launch.metrics is None:
+        if http is None or importlib.util.find_spec("prometheus_client") is None:
+            return None
+    from lazymcp.run.metrics import Metrics, serve_apart
+
+    metrics = Metrics()
+    if launch.metrics is not None:
+        serve_apart(metrics, launch.metrics)
+    observe.watch(metrics)
+    return metrics
+
+
+def limiter_of(launch: Launch) -> Limiter | None:
+    """The rate limits of ``--rate-limit`` and the servers' ``rateLimit``, counted in this process; None
+    when there are none (a call then costs no counting at all)."""
+    servers = tuple((entry.name, entry.rate_limit) for entry in launch.config.enabled if entry.rate_limit)
+    if launch.rate_limit is None and not servers:
+        return None
+    return Limiter(MemoryCounter(), launch.rate_limit, servers)
 
 
 def known_tools(gateway: Gateway) -> dict[str, list[str] | None]:
@@ -223,11 +270,14 @@ def run_gateway(
     launch = Launch(config, options, **choices)
     if launch.refresh:
         return asyncio.run(refresh(launch))
+    observe.audit_when_informing()
+    metrics = metrics_of(launch, http)
     store = ManifestStore(cache_dir())
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
     policy = config.access
     if policy is not None:  # a pattern naming no server or no tool stops it too
         check_policy(policy, known_tools(first), config.separator, config.source)
+    limiter = limiter_of(launch)
     LOGGER.info(start_line(first, config.source, http, launch.eager, access))
     if http is not None:
         from lazymcp.run.http_front import HttpFront, serve_front
@@ -236,8 +286,9 @@ def run_gateway(
 
         def session_core(principal: Principal) -> Gateway:
             grant = None if policy is None else policy.grant(principal)
-            core = build_gateway(launch, store, seeds.get(grant), grant)  # each session its own core, over
-            seeds[grant] = core.seed  # one catalog for each grant while its manifests last
+            # each session its own core, over one catalog for each grant while its manifests last
+            core = build_gateway(launch, store, seeds.get(grant), grant, principal=principal, limiter=limiter)
+            seeds[grant] = core.seed
             return core
 
         front = HttpFront(
@@ -251,7 +302,14 @@ def run_gateway(
             eager=launch.eager,
             name="gateway",
         )
-        return serve_front(front, http)
-    if policy is not None:  # a stdio client shows no credentials: it is anonymous
-        first = build_gateway(launch, store, first.seed, policy.grant(ANONYMOUS))
+        routes: list[BaseRoute] = []
+        if metrics is not None:
+            metrics.count_sessions(lambda: len(front.sessions) + len(front.moderns))
+            if launch.metrics is None:
+                from lazymcp.run.metrics import metrics_route
+
+                routes.append(metrics_route(metrics, front))
+        return serve_front(front, http, routes)
+    if policy is not None or limiter is not None:  # a stdio client shows no credentials: it is anonymous
+        first = build_gateway(launch, store, first.seed, policy and policy.grant(ANONYMOUS), limiter=limiter)
     return asyncio.run(run_stdio(first, store=store, eager=launch.eager))

@@ -40,6 +40,16 @@ def principal_of(request: Request) -> Principal:
     return Principal(client=client or None, issuer=issuer, subject=subject, scopes=scopes, claims=claims)
 
 
+def retry_after(answer: jsonrpc.Frame) -> str | None:
+    """The ``Retry-After`` of an answer refusing a call for a rate limit (``ErrorCode.RATE_LIMITED``, whose
+    ``data.retryAfter`` says in how many seconds); None for any other answer."""
+    error = answer.message.get("error")
+    if not isinstance(error, dict) or cast(dict[str, object], error).get("code") != ErrorCode.RATE_LIMITED:
+        return None
+    seconds = jsonrpc.field(cast(dict[str, object], error).get("data"), "retryAfter")
+    return str(seconds) if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0 else "1"
+
+
 def malformed(message: jsonrpc.Message) -> str | None:
     """Why a posted message is not one the front can answer (None: it can)."""
     if "method" in message and not isinstance(message["method"], str):

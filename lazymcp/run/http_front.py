@@ -41,8 +41,9 @@ from lazymcp.core.actions import Core
 from lazymcp.errors import ErrorCode
 from lazymcp.jsonrpc import Frame
 from lazymcp.limits import DropOldest, Limits, fix_mmap_threshold
+from lazymcp.run import observe
 from lazymcp.run.driver import Driver
-from lazymcp.run.http_checks import Guard, error_response, malformed, principal_of, refuse_non_json
+from lazymcp.run.http_checks import Guard, error_response, malformed, principal_of, refuse_non_json, retry_after
 from lazymcp.run.http_sessions import HttpSession, busy, event_stream
 
 if TYPE_CHECKING:
@@ -320,6 +321,10 @@ class HttpFront:
         body = jsonrpc.line_of(answer)
         if body is None:
             body = jsonrpc.encode(jsonrpc.error_message(original, ErrorCode.INTERNAL_ERROR, "Internal error"))
+        observe.requested(method, "error" if "error" in answer.message else "ok")
+        retry = retry_after(answer)
+        if retry is not None:  # a rate limit: the error, with the status and header HTTP clients know
+            return Response(body, 429, {**headers, "Retry-After": retry}, media_type="application/json")
         return Response(body, media_type="application/json", headers=headers)
 
 
