@@ -50,7 +50,8 @@ async def calls_then_stderr(path: Path, cache: Path, *flags: str) -> str:
 
 @pytest.mark.anyio
 async def test_each_call_has_one_audit_line_without_its_arguments_or_result(tmp_path: Path) -> None:
-    stderr = await calls_then_stderr(config(tmp_path, access={"*": {"allow": ["math__*"]}}), tmp_path / "cache")
+    path = config(tmp_path, access={"*": {"allow": ["math__*"]}})
+    stderr = await calls_then_stderr(path, tmp_path / "cache", "--log-level", "info")
     lines = [json.loads(line) for line in stderr.splitlines() if line.startswith('{"audit"')]
     assert [(a["server"], a["tool"], a["outcome"]) for a in lines] == [
         ("math", "echo", "ok"),
@@ -66,8 +67,9 @@ async def test_each_call_has_one_audit_line_without_its_arguments_or_result(tmp_
 
 
 @pytest.mark.anyio
-async def test_there_is_no_audit_line_below_info(tmp_path: Path) -> None:
-    stderr = await calls_then_stderr(config(tmp_path), tmp_path / "cache", "--log-level", "warning")
+@pytest.mark.parametrize("level", [(), ("--log-level", "warning")])
+async def test_there_is_no_audit_line_unless_info_is_asked_for(tmp_path: Path, level: tuple[str, ...]) -> None:
+    stderr = await calls_then_stderr(config(tmp_path), tmp_path / "cache", *level)
     assert '"audit"' not in stderr
 
 

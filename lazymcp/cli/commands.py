@@ -34,6 +34,11 @@ def options_of(args: argparse.Namespace) -> Options:
         raise CatalogError(str(exc)) from None
 
 
+def chosen_level(args: argparse.Namespace) -> str | None:
+    """The ``--log-level`` given, else ``LAZYMCP_LOG_LEVEL``'s; None when neither says one."""
+    return args.log_level or os.environ.get("LAZYMCP_LOG_LEVEL", "").strip().lower() or None
+
+
 def limits_of(args: argparse.Namespace) -> Limits:
     """The session bounds the flags give."""
     return Limits(
@@ -185,6 +190,7 @@ def gateway(args: argparse.Namespace) -> int:
             refresh=args.refresh,
             first_list_wait=args.first_list_wait or None,
             rate_limit=args.rate_limit,
+            audit=chosen_level(args) in ("info", "debug"),
             metrics=args.metrics,
             http=args.http,
             access=access_of(args),

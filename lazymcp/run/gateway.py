@@ -61,6 +61,8 @@ class Launch:
     """Each principal's ``tools/call`` requests may come at most at this rate (``--rate-limit``)."""
     metrics: tuple[str, int] | None = None
     """Serve ``/metrics`` at this address apart from ``/mcp`` (``--metrics``)."""
+    audit: bool = False
+    """Write an audit line per call on stderr (``--log-level info`` or ``debug`` asked for)."""
 
 
 def read_config(path: str, environ: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -270,7 +272,8 @@ def run_gateway(
     launch = Launch(config, options, **choices)
     if launch.refresh:
         return asyncio.run(refresh(launch))
-    observe.audit_when_informing()
+    if launch.audit:
+        observe.watch(observe.AUDIT)
     metrics = metrics_of(launch, http)
     store = ManifestStore(cache_dir())
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes

@@ -5,14 +5,14 @@ answered; ``requested``: an HTTP front answered a request; ``server_started``, `
 it passes each to every ``Watcher`` that ``watch`` added. With none watching, the cores are told not to
 report calls (``watching()``), so an unwatched gateway does no work for this on its call path.
 
-The audit line (``Audit``), on stderr at ``--log-level info``: one JSON object a call,
+The audit line (``Audit``), on stderr when ``--log-level info`` (or ``debug``) is asked for, by the flag
+or ``LAZYMCP_LOG_LEVEL`` (not by default, so a gateway that is not asked does no work for it): one JSON
+object a call,
 ``{"audit": "call", "principal", "server", "tool", "outcome", "ms"}``, never arguments or results. The
 metrics are ``lazymcp.run.metrics``'s.
 """
 
 from __future__ import annotations
-
-import logging
 
 import orjson
 
@@ -104,9 +104,3 @@ class Audit(Watcher):
 
 
 AUDIT = Audit()
-
-
-def audit_when_informing() -> None:
-    """Write audit lines when ``--log-level`` lets ``info`` lines through."""
-    if LOGGER.isEnabledFor(logging.INFO):
-        watch(AUDIT)
