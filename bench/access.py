@@ -10,7 +10,8 @@ Three cores side by side, round by round:
 - ``guarded, watched``: the same, reporting each call (``Called``) and making its audit line.
 
 Also the price of a session's start: building a granted session's catalog (once per grant, then shared)
-against taking the ungranted one from its seed.
+against taking the ungranted one from its seed; and the time to make a ``/metrics`` page after calls to
+1,000 tools.
 """
 
 from __future__ import annotations
@@ -142,6 +143,24 @@ def main() -> None:
     print("a session's core over 1,000 tools (median of 5; a grant's catalog is built once, then shared)")
     for name, spent in opened.items():
         print(f"  {name:26} {statistics.median(spent) * 1000:7.1f} ms")
+    scrape()
+
+
+def scrape() -> None:
+    """A ``/metrics`` page after calls to each of 1,000 tools (10 servers) with two outcomes each."""
+    from lazymcp.run.metrics import Metrics
+
+    metrics = Metrics()
+    for n, tool in enumerate(synthetic_tools(1000)):
+        for outcome in ("ok", "tool_error"):
+            metrics.called(Called("token:bench", SERVERS[n % 10], str(tool["name"]), outcome, 0.01))
+    spent: list[float] = []
+    for _ in range(20):
+        start = time.perf_counter()
+        page = metrics.text()
+        spent.append(time.perf_counter() - start)
+    size = len(page)
+    print(f"/metrics after calls to 1,000 tools: {statistics.median(spent) * 1000:.1f} ms a page of {size:,} bytes")
 
 
 if __name__ == "__main__":

@@ -128,3 +128,21 @@ async def test_metrics_are_scraped_behind_the_same_token_as_mcp_and_parse(tmp_pa
     assert found[("lazymcp_sessions", ())] == 1
     assert found[("lazymcp_forwarded_total", ())] == 0
     assert separate.status_code == 200 and "lazymcp_sessions 0.0" in separate.text
+
+
+def test_the_page_escapes_label_values_and_its_histogram_is_cumulative() -> None:
+    from lazymcp.run.metrics import Metrics
+
+    metrics = Metrics()
+    odd = 'a "quoted"\\path\nline'
+    metrics.server_started(odd)
+    for seconds in (0.001, 0.2, 0.2, 30.0):
+        metrics.called(Called("anonymous", "math", "echo", "ok", seconds))
+    metrics.called(Called("anonymous", None, "made-up-" + "x" * 50, "unknown_tool"))
+    found = samples(metrics.text().decode())
+    assert found[("lazymcp_server_starts_total", (("server", odd),))] == 1
+    buckets = {dict(labels)["le"]: value for (name, labels), value in found.items() if name.endswith("_bucket")}
+    assert (buckets["0.005"], buckets["0.25"], buckets["10.0"], buckets["+Inf"]) == (1, 3, 3, 4)
+    assert found[("lazymcp_tool_call_seconds_count", (("server", "math"),))] == 4
+    assert found[("lazymcp_tool_call_seconds_sum", (("server", "math"),))] == pytest.approx(30.401)
+    assert found[("lazymcp_tool_calls_total", (("outcome", "unknown_tool"), ("server", ""), ("tool", "")))] == 1

@@ -236,8 +236,8 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         type=host_port,
         default=None,
-        help="serve /metrics (Prometheus) at this address of its own, without authentication; with --http and"
-        ' "lazymcp[metrics]" installed it is otherwise served beside /mcp, behind the same checks',
+        help="serve /metrics (Prometheus text) at this address of its own, without authentication (a stdio gateway"
+        " too); with --http it is otherwise served beside /mcp, behind the same checks",
     )
     add_session_options(gateway)
     add_listing_options(gateway, skip=("mode",))

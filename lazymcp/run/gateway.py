@@ -7,7 +7,6 @@ session a ``lazymcp.run.driver.Driver`` over a ``Gateway`` core (``lazymcp.gatew
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -181,14 +180,13 @@ async def refresh(launch: Launch) -> int:
 
 def metrics_of(launch: Launch, http: tuple[str, int] | None) -> Metrics | None:
     """The metrics, watching from now on: served apart at ``--metrics``, or at ``/metrics`` beside an HTTP
-    front's ``/mcp`` when prometheus-client is installed; None when neither.
+    front's ``/mcp``; None for a stdio gateway without ``--metrics``.
 
     Raises:
-        ConfigError: ``--metrics`` without prometheus-client, or on an address that cannot be listened on.
+        ConfigError: the ``--metrics`` address cannot be listened on.
     """
-    if launch.metrics is None:
-        if http is None or importlib.util.find_spec("prometheus_client") is None:
-            return None
+    if launch.metrics is None and http is None:
+        return None
     from lazymcp.run.metrics import Metrics, serve_apart
 
     metrics = Metrics()
