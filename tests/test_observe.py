@@ -16,7 +16,7 @@ from lazymcp.core.actions import Called
 from lazymcp.run.observe import audit_line
 
 from .conftest import SERVERS, accepts, free_port, until
-from .raw import TIMEOUT, gateway, http_gateway, open_session, post, tool_call
+from .raw import TIMEOUT, gateway, http_gateway, open_session, peer, post, tool_call
 
 PLAIN = [sys.executable, str(SERVERS / "plain_server.py")]  # add, echo, upper
 
@@ -146,3 +146,38 @@ def test_the_page_escapes_label_values_and_its_histogram_is_cumulative() -> None
     assert found[("lazymcp_tool_call_seconds_count", (("server", "math"),))] == 4
     assert found[("lazymcp_tool_call_seconds_sum", (("server", "math"),))] == pytest.approx(30.401)
     assert found[("lazymcp_tool_calls_total", (("outcome", "unknown_tool"), ("server", ""), ("tool", "")))] == 1
+
+
+# --- traces -----------------------------------------------------------------------------------------
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT_ID = "00f067aa0ba902b7"
+
+
+@pytest.mark.anyio
+async def test_each_call_is_a_span_under_the_trace_context_it_came_with(tmp_path: Path) -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="traces need opentelemetry-sdk (lazymcp[otel])")
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config(tmp_path)), "--mode", "proxy"]
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "gw"}
+    traced = tool_call(10, "math__echo", text="the-argument-value")
+    traced["params"]["_meta"] = {"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01"}
+    async with peer(command, env=env) as gateway_peer:
+        with anyio.fail_after(TIMEOUT * 2):
+            await gateway_peer.handshake()
+            for call in (traced, tool_call(11, "math__nothing")):
+                await gateway_peer.send(call)
+                await gateway_peer.answer(call["id"])
+            assert gateway_peer.process.stdin is not None
+            await gateway_peer.process.stdin.aclose()
+            stderr = await gateway_peer.stderr()
+    spans = [json.loads(line) for line in stderr.splitlines() if line.startswith('{"name"')]
+    assert [span["name"] for span in spans] == ["tools/call echo", "tools/call math__nothing"]
+    first, second = spans
+    assert first["context"]["trace_id"] == f"0x{TRACE_ID}" and first["parent_id"] == f"0x{PARENT_ID}"
+    assert first["attributes"]["mcp.method.name"] == "tools/call"
+    assert first["attributes"]["gen_ai.tool.name"] == "echo"
+    assert (first["attributes"]["lazymcp.server"], first["attributes"]["lazymcp.outcome"]) == ("math", "ok")
+    assert first["status"]["status_code"] == "UNSET" and second["status"]["status_code"] == "ERROR"
+    assert second["parent_id"] is None and second["context"]["trace_id"] != f"0x{TRACE_ID}"
+    assert first["resource"]["attributes"]["service.name"] == "gw"
+    assert "the-argument-value" not in stderr

@@ -111,6 +111,8 @@ class Called:
     tool: str
     outcome: str
     seconds: float = 0.0
+    traceparent: str | None = None
+    """The W3C trace context the call came with (``_meta.traceparent``), if any."""
 
 
 Action = ToClient | ToServer | Start | Stop | Save | Say | Fail | Ready | Called

@@ -87,6 +87,12 @@ def outcome_of(answer: Frame) -> str:
     return "tool_error" if jsonrpc.field(answer.message.get("result"), "isError") is True else "ok"
 
 
+def _traceparent(frame: Frame) -> str | None:
+    """The W3C trace context a request came with in ``_meta.traceparent`` (at most 55 characters)."""
+    found = jsonrpc.params_meta(frame.message).get("traceparent")
+    return found if isinstance(found, str) and len(found) <= 55 else None
+
+
 def _limited(request_id: object, limited: Limited) -> Frame:
     text = f"Rate limit reached: {limited.what}; retry in {limited.seconds} s"
     return _error(request_id, ErrorCode.RATE_LIMITED, text, {"retryAfter": limited.seconds})
@@ -125,8 +131,10 @@ class Gateway:
     """The rate limits its calls count against (``lazymcp.ratelimit``), shared by every session; None: none."""
     observe: bool = False
     """Report each answered ``tools/call`` (``Called``: the audit line, the metrics)."""
-    _started: dict[tuple[str, object], tuple[str, str, float]] = field(init=False, default_factory=lambda: {})
-    """Watched calls sent to their servers, by id: (server, tool, when)."""
+    _started: dict[tuple[str, object], tuple[str, str, float, str | None]] = field(
+        init=False, default_factory=lambda: {}
+    )
+    """Watched calls sent to their servers, by id: (server, tool, when, traceparent)."""
     command: str = "gateway"
     isolates_servers: bool = True
     servers: Servers = field(init=False)
@@ -266,11 +274,13 @@ class Gateway:
                     and "method" not in action.frame.message
                     and action.frame.id == frame.id
                 ):
-                    server, tool, _ = self._started.pop(key, (None, str(frame.params.get("name"))[:MAX_TOOL_NAME], now))
+                    server, tool, _, _ = self._started.pop(
+                        key, (None, str(frame.params.get("name"))[:MAX_TOOL_NAME], now, None)
+                    )
                     outcome = outcome_of(action.frame)
                     if outcome == "unknown_tool" and self.grant is not None and not self.grant(tool):
                         outcome = "denied"  # to the client, as unknown; to the operator, refused by the policy
-                    actions.append(Called(self.principal.key, server, tool, outcome))
+                    actions.append(Called(self.principal.key, server, tool, outcome, 0.0, _traceparent(frame)))
                     break
         return actions
 
@@ -303,7 +313,7 @@ class Gateway:
             text = f"Unknown tool: {outcome.name!r}"
             return [ToClient(_error(request_id, ErrorCode.INVALID_PARAMS, text, {"name": outcome.name}))]
         if self.observe:
-            self._watch_call(request_id, outcome.server, str(outcome.name), now)
+            self._watch_call(request_id, outcome.server, str(outcome.name), now, _traceparent(frame))
         if self.limiter is not None:
             limited = self.limiter.admit_server(self.principal.key, outcome.server, now)
             if limited is not None:
@@ -382,13 +392,14 @@ class Gateway:
         if self._started:
             started = self._started.pop(jsonrpc.id_key(request_id), None)
             if started is not None:
-                called = Called(self.principal.key, started[0], started[1], outcome_of(frame), now - started[2])
+                seconds = now - started[2]
+                called = Called(self.principal.key, started[0], started[1], outcome_of(frame), seconds, started[3])
                 return [self._answer(frame), called]
         return [self._answer(frame)]
 
-    def _watch_call(self, request_id: object, server: str, tool: str, now: float) -> None:
+    def _watch_call(self, request_id: object, server: str, tool: str, now: float, traceparent: str | None) -> None:
         """A watched call leaves for its server: when, to report it with its answer."""
-        self._started[jsonrpc.id_key(request_id)] = (server, tool, now)
+        self._started[jsonrpc.id_key(request_id)] = (server, tool, now, traceparent)
         if len(self._started) > WATCHED_CALLS:  # cancelled calls a server never answers: the oldest go
             del self._started[next(iter(self._started))]
 

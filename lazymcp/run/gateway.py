@@ -31,7 +31,7 @@ from lazymcp.options import Options
 from lazymcp.packed import Packed
 from lazymcp.policy import ANONYMOUS, Grant, Principal, check_policy
 from lazymcp.ratelimit import Limiter, MemoryCounter, Rate
-from lazymcp.run import observe
+from lazymcp.run import observe, traces
 from lazymcp.run.driver import Driver
 from lazymcp.run.manifests import ManifestStore
 from lazymcp.run.wire import sdk_serializer
@@ -273,6 +273,8 @@ def run_gateway(
     if launch.audit:
         observe.watch(observe.AUDIT)
     metrics = metrics_of(launch, http)
+    if traces.asked():
+        observe.watch(traces.Traces())
     store = ManifestStore(cache_dir())
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
     policy = config.access
