@@ -39,6 +39,10 @@ class Access:
         """A few words for the start-up line."""
         return "no authentication"
 
+    def principal_names(self) -> frozenset[str] | None:
+        """The names of the principals it lets in, when it knows them all beforehand (bearer tokens)."""
+        return None
+
     async def aclose(self) -> None:
         """Close connections to the issuer (call it as the front stops)."""
 
@@ -66,6 +70,9 @@ class TokenAccess(Access):
         if given is not None:
             params |= {"error": "invalid_token", "error_description": "not the token of this server"}
         return refusal(401, params)
+
+    def principal_names(self) -> frozenset[str] | None:
+        return frozenset(name for name, _ in self._tokens)
 
     def describe(self) -> str:
         names = {name for name, _ in self._tokens}

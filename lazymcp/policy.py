@@ -141,6 +141,10 @@ class Policy:
                 deny.update(dict.fromkeys(rule.deny))
         return Grant(tuple(allow), tuple(deny)) if allow else NOTHING
 
+    def token_names(self) -> list[str]:
+        """The keys that name a bearer token."""
+        return [key for key in self.rules if key != EVERYONE and ":" not in key]
+
     def patterns(self) -> list[tuple[str, str]]:
         """(key, pattern) for every glob of the policy, in the file's order."""
         return [(key, p) for key, rule in self.rules.items() for p in (*rule.allow, *rule.deny)]

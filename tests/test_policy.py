@@ -370,3 +370,21 @@ async def test_over_http_a_call_past_the_rate_limit_gets_429_and_later_goes_thro
     assert json.loads(body)["error"]["code"] == ErrorCode.RATE_LIMITED
     assert for_bob[0] == 200
     assert later[-1] == 200
+
+
+@pytest.mark.anyio
+async def test_a_policy_naming_a_token_the_file_does_not_have_is_warned_about(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("alice: tok-alice-1\n")
+    tokens.chmod(0o600)
+    port = free_port()
+    said = b""
+    async with http_gateway(
+        team_config(tmp_path, TEAM_POLICY), tmp_path / "cache", port, ["--token-file", str(tokens)]
+    ) as process:
+        assert process.stderr is not None
+        with anyio.fail_after(TIMEOUT):
+            while b"no token of the token file" not in said:
+                said += await process.stderr.receive()
+    line = next(row for row in said.decode().splitlines() if "no token of the token file" in row)
+    assert "'bob'" in line and "'alice'" not in line

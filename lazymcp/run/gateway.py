@@ -280,6 +280,13 @@ def run_gateway(
     policy = config.access
     if policy is not None:  # a pattern naming no server or no tool stops it too
         check_policy(policy, known_tools(first), config.separator, config.source)
+        known = access.principal_names() if access is not None else None
+        unknown = [name for name in policy.token_names() if known is not None and name not in known]
+        if unknown:  # perhaps a token not issued yet; perhaps a typo
+            say(
+                "gateway",
+                f"{config.source}: 'lazymcp.access' names {', '.join(map(repr, unknown))}, no token of the token file",
+            )
     limiter = limiter_of(launch)
     LOGGER.info(start_line(first, config.source, http, launch.eager, access))
     if http is not None:
