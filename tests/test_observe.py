@@ -181,3 +181,24 @@ async def test_each_call_is_a_span_under_the_trace_context_it_came_with(tmp_path
     assert second["parent_id"] is None and second["context"]["trace_id"] != f"0x{TRACE_ID}"
     assert first["resource"]["attributes"]["service.name"] == "gw"
     assert "the-argument-value" not in stderr
+
+
+@pytest.mark.anyio
+async def test_over_http_the_traceparent_header_is_the_calls_trace_context(tmp_path: Path) -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="traces need opentelemetry-sdk (lazymcp[otel])")
+    port = free_port()
+    env = {"OTEL_TRACES_EXPORTER": "console"}
+    header = {"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01"}
+    said = b""
+    async with http_gateway(config(tmp_path), tmp_path / "cache", port, ["--mode", "proxy"], env) as process:
+        assert process.stderr is not None
+        with anyio.fail_after(TIMEOUT * 2):
+            session = await open_session(port)
+            status, answer = await post(port, tool_call(10, "math__echo", text="hi"), {**session, **header})
+            while b'"name": "tools/call echo"' not in said and b'{"name":"tools/call echo"' not in said:
+                said += await process.stderr.receive()
+            while not said.endswith(b"\n"):
+                said += await process.stderr.receive()
+    assert status == 200 and answer is not None and "result" in answer
+    [span] = [json.loads(row) for row in said.decode().splitlines() if row.startswith('{"name"')]
+    assert span["context"]["trace_id"] == f"0x{TRACE_ID}" and span["parent_id"] == f"0x{PARENT_ID}"

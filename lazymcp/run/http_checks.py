@@ -6,6 +6,7 @@ every front: the proxy's and the gateway's, and ``serve --http``'s, whose SDK ap
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import cast
 from urllib.parse import urlsplit
@@ -48,6 +49,24 @@ def retry_after(answer: jsonrpc.Frame) -> str | None:
         return None
     seconds = jsonrpc.field(cast(dict[str, object], error).get("data"), "retryAfter")
     return str(seconds) if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0 else "1"
+
+
+TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
+
+
+def with_trace_context(frame: jsonrpc.Frame, traceparent: str | None) -> jsonrpc.Frame:
+    """A request with the W3C trace context of its ``traceparent`` header in ``params._meta.traceparent``,
+    where servers and traces read it, unless it names one there already; else the frame as it came."""
+    if traceparent is None or "method" not in frame.message or "id" not in frame.message:
+        return frame
+    params = frame.message.get("params")
+    if params is not None and not isinstance(params, dict):
+        return frame
+    meta = jsonrpc.params_meta(frame.message)
+    if "traceparent" in meta or not TRACEPARENT.fullmatch(traceparent.strip()):
+        return frame
+    members = cast(dict[str, object], params or {})
+    return frame.changed(params={**members, "_meta": {**meta, "traceparent": traceparent.strip()}})
 
 
 def malformed(message: jsonrpc.Message) -> str | None:

@@ -43,7 +43,15 @@ from lazymcp.jsonrpc import Frame
 from lazymcp.limits import DropOldest, Limits, fix_mmap_threshold
 from lazymcp.run import observe
 from lazymcp.run.driver import Driver
-from lazymcp.run.http_checks import Guard, error_response, malformed, principal_of, refuse_non_json, retry_after
+from lazymcp.run.http_checks import (
+    Guard,
+    error_response,
+    malformed,
+    principal_of,
+    refuse_non_json,
+    retry_after,
+    with_trace_context,
+)
 from lazymcp.run.http_sessions import HttpSession, busy, event_stream
 
 if TYPE_CHECKING:
@@ -230,6 +238,8 @@ class HttpFront:
         invalid = malformed(message)
         if invalid is not None:
             return error_response(None, 400, f"Invalid request: {invalid}")
+        frame = with_trace_context(frame, request.headers.get("traceparent"))
+        message = frame.message
         method = message.get("method")
         modern = request.headers.get(PROTOCOL_HEADER) in MODERN_VERSIONS
         headers: dict[str, str] = {}

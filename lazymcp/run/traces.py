@@ -9,7 +9,8 @@ Each answered ``tools/call`` (``Called``) is one span, named ``tools/call <tool>
 for its server to its answer, with the semantic conventions for MCP where they exist
 (``mcp.method.name``, ``gen_ai.tool.name``, ``gen_ai.operation.name``) and ``lazymcp.server``,
 ``lazymcp.outcome``, ``lazymcp.principal``. A call whose ``_meta.traceparent`` names a W3C trace context
-is a child of it; the ``_meta`` goes on to the server as it came.
+is a child of it; the ``_meta`` goes on to the server as it came (an HTTP front puts a request's
+``traceparent`` header there: ``lazymcp.run.http_checks.with_trace_context``).
 """
 
 from __future__ import annotations
