@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import statistics
 import subprocess
 import sys
@@ -32,33 +33,52 @@ INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"nam
 
 
 class Raw:
-    """A raw JSON-RPC client over a child's stdio: one line out, lines in until the answer."""
+    """A raw JSON-RPC client over a child's stdio: one line out, lines in until the answer (or ``within``
+    seconds). A request from the server gets -32601, as from a client that declares no capabilities."""
 
     def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, bufsize=0
         )
+        assert self.process.stdout is not None
+        self.fd = self.process.stdout.fileno()
+        self.buffer = b""
         self.next_id = 0
 
-    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        assert self.process.stdin is not None and self.process.stdout is not None
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+
+    def _line(self, method: str, deadline: float) -> bytes:
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{method}: no answer in time")
+            if select.select([self.fd], [], [], left)[0]:
+                chunk = os.read(self.fd, 1 << 16)
+                if not chunk:
+                    raise RuntimeError(f"{method}: the server closed its stdout")
+                self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line
+
+    def request(self, method: str, params: dict[str, Any], within: float = 120.0) -> dict[str, Any]:
         self.next_id += 1
-        line = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        self.process.stdin.write(line.encode() + b"\n")
-        self.process.stdin.flush()
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        deadline = time.monotonic() + within
         while True:
-            answer = self.process.stdout.readline()
-            if not answer:
-                raise RuntimeError(f"{method}: the server closed its stdout")
-            message = json.loads(answer)
+            message = json.loads(self._line(method, deadline))
+            if "method" in message:
+                if "id" in message:
+                    refusal = {"code": -32601, "message": "Method not found"}
+                    self.send({"jsonrpc": "2.0", "id": message["id"], "error": refusal})
+                continue
             if message.get("id") == self.next_id:
                 return message
 
-    def handshake(self) -> dict[str, Any]:
-        answer = self.request("initialize", INIT)
-        assert self.process.stdin is not None
-        self.process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        self.process.stdin.flush()
+    def handshake(self, within: float = 120.0) -> dict[str, Any]:
+        answer = self.request("initialize", INIT, within)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return answer
 
     def rss_kib(self) -> int:

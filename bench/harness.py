@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import gateway, latency, proxy, scale, targets, tokens
+from bench import gateway, latency, manifest, proxy, scale, targets, tokens
 from bench import search as search_quality
 from bench.common import CATALOGS, ROOT, Config, machine
 
@@ -44,6 +44,7 @@ SECTIONS: dict[str, Section] = {
     "proxy": proxy.run,
     "gateway": gateway.run,
     "search": search_quality.section,
+    "manifest": manifest.run,
 }
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
@@ -53,6 +54,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "proxy": proxy.render,
     "gateway": gateway.render,
     "search": search_quality.render_section,
+    "manifest": manifest.render,
 }
 
 

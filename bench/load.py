@@ -175,6 +175,7 @@ class Target:
     port: int
     process: subprocess.Popen[bytes] | None = None
     log: Any = None
+    startup_timeout: float = STARTUP_TIMEOUT
 
     def start(self) -> None:
         self.log = tempfile.TemporaryFile()
@@ -183,7 +184,7 @@ class Target:
         )
 
     async def wait_listening(self) -> None:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
+        deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             assert self.process is not None
             if self.process.poll() is not None:
@@ -196,7 +197,7 @@ class Target:
             writer.close()
             await writer.wait_closed()
             return
-        raise RuntimeError(f"{self.name} did not listen within {STARTUP_TIMEOUT:g} s: {self.stderr()}")
+        raise RuntimeError(f"{self.name} did not listen within {self.startup_timeout:g} s: {self.stderr()}")
 
     def stderr(self) -> str:
         if self.log is None:
@@ -270,7 +271,9 @@ def messages_of(response: Any) -> list[dict[str, Any]]:
         if line.startswith("data:"):
             data.append(line[5:].lstrip(" "))
         elif not line.strip() and data:
-            found.append(json.loads("\n".join(data)))
+            joined = "\n".join(data)
+            if joined.strip():  # an event with empty data primes the stream for resumption: no message
+                found.append(json.loads(joined))
             data = []
     return found
 

@@ -19,7 +19,7 @@ class Target:
     key: str
     text: str
     limit: float
-    unit: str  # "share" (of full tokens), "ratio" (×) or "ms"
+    unit: str  # "share" (of full tokens), "ratio" (×), "ms" or "count"
     measure: Callable[[dict[str, Any]], Measured]
     strict: bool = False
     """True: the value must stay below the limit; else at or below it."""
@@ -104,6 +104,23 @@ def _build(sections: dict[str, Any]) -> Measured:
     return entry["median_ms"]["total"], f"synthetic-10000, median of {entry['rounds']} builds"
 
 
+def _manifest(read: Callable[[dict[str, Any]], float], where: str) -> Callable[[dict[str, Any]], Measured]:
+    def measure(sections: dict[str, Any]) -> Measured:
+        return read(sections["manifest"]), where
+
+    return measure
+
+
+def _second_session(section: dict[str, Any]) -> float:
+    return section["cache"]["sessions"][1]["describe_requests"]
+
+
+def _describe_names_flat(sections: dict[str, Any]) -> Measured:
+    entry = sections["manifest"]["flatness"]
+    small, large = entry["sizes"]
+    return entry["ratio"], f"handler, {large:,} vs {small:,} tools, median of {entry['rounds']} rounds"
+
+
 TARGETS: tuple[Target, ...] = (
     Target(
         "bare_tokens",
@@ -184,6 +201,35 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target("cache_memory", "cache memory ≤ 3× the catalog's JSON size", 3.0, "ratio", _memory),
     Target("cache_build", "cache build for 10,000 tools < 1 s", 1000.0, "ms", _build, strict=True),
+    Target(
+        "second_session",
+        "a second LazyClient session describing 20 kept tools sends no describe request",
+        0,
+        "count",
+        _manifest(_second_session, f"{COMBINED}.json, in-memory, one on-disk cache"),
+    ),
+    Target(
+        "manifest_bytes",
+        "tools/manifest < 2x a bare tools/list in bytes (combined.json)",
+        2.0,
+        "ratio",
+        _manifest(lambda m: m["sizes"]["manifest_over_bare"], f"{COMBINED}.json, compact JSON"),
+        strict=True,
+    ),
+    Target(
+        "bare_tokens_json",
+        "bare stubs ≤ 6% of the full listing's JSON tokens, digests off the listings (combined.json)",
+        0.06,
+        "share",
+        _manifest(lambda m: m["sizes"]["bare_tokens_of_full"], f"{COMBINED}.json, cl100k_base of compact JSON"),
+    ),
+    Target(
+        "describe_names_flat",
+        "tools/describe {names} flat, large/small ≤ 1.2× (handler)",
+        1.2,
+        "ratio",
+        _describe_names_flat,
+    ),
 )
 
 
@@ -198,6 +244,8 @@ def show(value: float | None, unit: str) -> str:
         return pct(value)
     if unit == "ms":
         return f"{value:,.1f} ms"
+    if unit == "count":
+        return f"{value:g}"
     return times(value)
 
 

@@ -11,13 +11,17 @@ Refusals follow RFC 6750: 401 with ``WWW-Authenticate: Bearer`` and, when a toke
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
 from lazymcp.errors import ConfigError
+from lazymcp.policy import DEFAULT_NAME
+
+PRINCIPAL_KEY = "lazymcp.principal"
+"""Where ``TokenAccess`` leaves the name of the token a request carried, in the request's ASGI scope."""
 
 
 class Access:
@@ -35,29 +39,44 @@ class Access:
         """A few words for the start-up line."""
         return "no authentication"
 
+    def principal_names(self) -> frozenset[str] | None:
+        """The names of the principals it lets in, when it knows them all beforehand (bearer tokens)."""
+        return None
+
     async def aclose(self) -> None:
         """Close connections to the issuer (call it as the front stops)."""
 
 
 class TokenAccess(Access):
-    """One shared bearer token, compared in constant time."""
+    """Bearer tokens, each with its principal's name; a request's token is compared with every one in
+    constant time, so neither which token matched nor how much of one did shows in the time taken."""
 
-    def __init__(self, token: str) -> None:
-        if not token.strip():
+    def __init__(self, tokens: Sequence[tuple[str, str]]) -> None:
+        if not tokens or any(not token.strip() for _, token in tokens):
             raise ConfigError("the bearer token is empty")
-        self._token = token.strip().encode()
+        self._tokens = [(name, token.strip().encode()) for name, token in tokens]
 
     async def check(self, request: Request) -> Response | None:
         given = bearer_token(request.headers.get("authorization"))
-        if given is not None and hmac.compare_digest(given.encode(), self._token):
-            return None
+        if given is not None:
+            found: str | None = None
+            for name, token in self._tokens:
+                if hmac.compare_digest(given.encode(), token) and found is None:
+                    found = name
+            if found is not None:
+                request.scope[PRINCIPAL_KEY] = found
+                return None
         params = {"realm": "lazymcp"}
         if given is not None:
             params |= {"error": "invalid_token", "error_description": "not the token of this server"}
         return refusal(401, params)
 
+    def principal_names(self) -> frozenset[str] | None:
+        return frozenset(name for name, _ in self._tokens)
+
     def describe(self) -> str:
-        return "a bearer token"
+        names = {name for name, _ in self._tokens}
+        return "a bearer token" if names == {DEFAULT_NAME} else f"bearer tokens of {len(names)} principals"
 
 
 def open_access() -> Access:
@@ -65,13 +84,14 @@ def open_access() -> Access:
     return Access()
 
 
-def token_access(token: str) -> Access:
-    """Requests must carry ``Authorization: Bearer <token>``.
+def token_access(token: str | Sequence[tuple[str, str]]) -> Access:
+    """Requests must carry ``Authorization: Bearer <token>``: ``token``, or one of the (name, token) pairs,
+    whose name is then the request's principal (a lone ``token``'s is ``default``).
 
     Raises:
-        ConfigError: the token is empty.
+        ConfigError: a token is empty.
     """
-    return TokenAccess(token)
+    return TokenAccess([(DEFAULT_NAME, token)] if isinstance(token, str) else token)
 
 
 def bearer_token(header: str | None) -> str | None:

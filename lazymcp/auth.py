@@ -16,7 +16,7 @@ from lazymcp.oauth import oauth_access
 
 
 def access_from(
-    token: str | None,
+    token: str | Sequence[tuple[str, str]] | None,
     oauth_issuer: str | None,
     resource: str | None,
     scopes: Sequence[str],
@@ -26,12 +26,13 @@ def access_from(
     introspection: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Access:
-    """The ``Access`` the command-line flags ask for, for a front listening on ``host:port``.
+    """The ``Access`` the command-line flags ask for, for a front listening on ``host:port`` (``token``: one
+    bearer token, or (principal name, token) pairs).
 
-    Off loopback some authentication is required; on loopback no flag means open access.
+        Off loopback some authentication is required; on loopback no flag means open access.
 
-    Raises:
-        ConfigError: the flags conflict, name nothing off loopback, or OAuth mode cannot start.
+        Raises:
+            ConfigError: the flags conflict, name nothing off loopback, or OAuth mode cannot start.
     """
     env = os.environ if env is None else env
     if token and oauth_issuer:

@@ -124,6 +124,10 @@ class Bridge:
                 result["instructions"] = self.upstream_init["instructions"]
             envelope = Envelope(server_info=self.upstream_init.get("serverInfo"))
             discovered = envelope.stamp(result, cacheable=True, method="server/discover", serialize=self.serialize)
+            tools = result["capabilities"].get("tools")
+            if isinstance(tools, dict) and isinstance(discovered.get("capabilities"), dict):
+                # the era's wire model drops the members it does not know (the draft's ``manifest``): put back
+                discovered["capabilities"] = {**discovered["capabilities"], "tools": tools}
             return {"jsonrpc": "2.0", "id": request_id, "result": discovered}
         if method == "subscriptions/listen":
             wanted = jsonrpc.field(message.get("params"), "notifications")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import orjson
 
 from lazymcp.arguments import Check, compile_validator
+from lazymcp.digests import Digest, manifest_entry
 from lazymcp.errors import CatalogError, InvalidParams
 from lazymcp.messages import SEPARATOR, Detail, Mode, Shape, Tool, ToolStub
 from lazymcp.metadata import Metadata, ToolInfo, resolve
@@ -306,6 +307,22 @@ class Catalog:
             schema = None if tool is None else tool.get("inputSchema")
             self._validators[name] = compile_validator(schema)
         return self._validators[name]
+
+    # --- the draft's tool manifest (§18), built on first use --------------------------------------
+
+    def manifest(self) -> list[dict[str, Any]]:
+        """Every tool's ``tools/manifest`` entry (name, title, digest, size, annotations), in the
+        server's order: each tool encoded canonically and hashed once per catalog version."""
+
+        def build() -> list[dict[str, Any]]:
+            return [manifest_entry(tool, Digest.of(tool)) for tool in self.held]
+
+        return self.memo("manifest", build)
+
+    def digest(self, name: str) -> str | None:
+        """The digest of tool ``name``, or None when there is no such tool."""
+        position = self.index.get(name)
+        return None if position is None else self.manifest()[position]["digest"]
 
     # --- what the modes of §17 need, built on first use -------------------------------------------
 

@@ -4,6 +4,11 @@ It lists stubs, fetches full definitions only for the tools it needs, and calls 
 from its stub. Against a server without the extension it still works: it computes the stubs itself
 from the full listing, so code written for lazy servers runs against any server.
 
+It keeps described tools on disk by digest (``lazymcp.toolcache``): at the start of a session it reads
+the server's ``tools/manifest`` (spec/lazy-tools.md §18), and describing a tool whose digest it holds
+sends no request. ``notifications/tools/list_changed`` makes it read the manifest again before the next
+describe.
+
 The SDK client validates spec results by method name, so a stub listing (no ``inputSchema``) cannot
 go through ``Client.list_tools()``; listings and the new methods go out as raw requests instead. And
 ``call_tool`` re-lists the server before calling a tool it has not seen in a full listing, so a
@@ -14,20 +19,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, cast
 
+import anyio
 import mcp_types as types
 from mcp import Client
 from mcp.client import advertise
-from mcp.client.session import ClientSession
+from mcp.client.session import ClientSession, IncomingMessage, MessageHandlerFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from lazymcp import sdk_private
-from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, EXT_ID, Detail, Tool, ToolStub
-from lazymcp.paging import Pages
+from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DRAFT_DESCRIBE, EXT_ID, MANIFEST, Detail, Tool, ToolStub
+from lazymcp.paging import Pages, PagingError
 from lazymcp.stubs import DEFAULT_SUMMARY_CHARS, make_stub
+from lazymcp.toolcache import ToolCache
 
 
 async def raw_request(session: ClientSession, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -45,19 +53,62 @@ async def list_all(session: ClientSession, params: dict[str, Any]) -> list[Any]:
     return pages.entries
 
 
+MANIFEST_WAIT = 30.0
+"""Seconds a session's start waits for the server's manifest before going on without the cache."""
+
+
+async def read_manifest(session: ClientSession) -> dict[str, str] | None:
+    """Each tool's digest by name, from the server's ``tools/manifest`` (every page, a bounded number);
+    None when the server has no manifest (or a broken one)."""
+    pages = Pages()
+    more = True
+    try:
+        while more:
+            page = await raw_request(session, MANIFEST, pages.params())
+            entries = page.get("entries")
+            more = pages.add(cast(list[Any], entries) if isinstance(entries, list) else [], page.get("nextCursor"))
+    except (MCPError, PagingError):
+        return None
+    digests: dict[str, str] = {}
+    for entry in pages.entries:
+        if isinstance(entry, dict):
+            name, digest = cast(dict[str, Any], entry).get("name"), cast(dict[str, Any], entry).get("digest")
+            if isinstance(name, str) and isinstance(digest, str):
+                digests[name] = digest
+    return digests
+
+
 class LazyClient:
     """An MCP client session that speaks the lazy-tools extension.
 
     ``target`` is anything ``mcp.Client`` takes: a URL, ``StdioServerParameters``, a transport or a
-    server instance. Other keyword arguments go to ``mcp.Client``.
+    server instance. ``cache``: where described tools are kept by digest across sessions (a directory,
+    or a ``ToolCache``); ``True`` (the default) keeps them in the cache directory
+    (``$LAZYMCP_CACHE_DIR/tools``, else ``~/.cache/lazymcp/tools``), ``False`` keeps none. Other keyword
+    arguments go to ``mcp.Client``.
     """
 
-    def __init__(self, target: Any, **client_kwargs: Any) -> None:
+    def __init__(self, target: Any, *, cache: ToolCache | str | Path | bool = True, **client_kwargs: Any) -> None:
         extensions = [*client_kwargs.pop("extensions", ()), advertise(EXT_ID)]
-        self.client = Client(target, extensions=extensions, **client_kwargs)
+        self._handler: MessageHandlerFnT | None = client_kwargs.pop("message_handler", None)
+        self.client = Client(target, extensions=extensions, message_handler=self._message, **client_kwargs)
         self._stack = AsyncExitStack()
         self._full: dict[str, Tool] | None = None  # the full listing, for a server without the extension
         self._settings: dict[str, Any] | None = None
+        if isinstance(cache, bool):
+            self.cache = ToolCache() if cache else None
+        else:
+            self.cache = cache if isinstance(cache, ToolCache) else ToolCache(cache)
+        self._digests: dict[str, str] | None = None  # the manifest's digests, by tool name
+        self._manifest_read = False
+        self.described_from_cache = 0
+        """Tools this session described from the cache, without a request."""
+
+    async def _message(self, message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._manifest_read = False  # digests of another catalog: read again before the next describe
+        if self._handler is not None:
+            await self._handler(message)
 
     async def __aenter__(self) -> Self:
         await self._stack.enter_async_context(self.client)
@@ -74,7 +125,48 @@ class LazyClient:
             await self._stack.aclose()
             raise
         self._settings = dict(extensions[EXT_ID]) if isinstance(extensions.get(EXT_ID), dict) else None
+        if self.cache is not None:
+            try:
+                with anyio.move_on_after(MANIFEST_WAIT):  # a server that never answers costs only the cache
+                    await self._manifest()
+                self._manifest_read = True
+            except BaseException:
+                await self._stack.aclose()
+                raise
         return self
+
+    async def _manifest(self) -> dict[str, str]:
+        """The digests of the server's manifest, read once per catalog ({} when it has none)."""
+        if not self._manifest_read:
+            self._digests = await read_manifest(self.session)
+            self._manifest_read = True
+        return self._digests or {}
+
+    async def refresh_manifest(self) -> None:
+        """Read the server's manifest again: its tools changed. A 2025-11-25 session does so by itself on
+        ``notifications/tools/list_changed``; a 2026-07-28 one learns of changes only on a listen stream."""
+        self._manifest_read = False
+        await self._manifest()
+
+    async def _held(self, name: str) -> Tool | None:
+        """Tool ``name`` from the cache, when the manifest's digest of it is kept there."""
+        if self.cache is None:
+            return None
+        digest = (await self._manifest()).get(name)
+        tool = None if digest is None else self.cache.get(digest)
+        if tool is not None:
+            self.described_from_cache += 1
+        return tool
+
+    def _keep(self, tools: Sequence[Tool]) -> None:
+        """Keep described tools by the manifest's digest (one whose digest differs is not kept)."""
+        if self.cache is None or not self._digests:
+            return
+        for tool in tools:
+            name = tool.get("name")
+            digest = self._digests.get(name) if isinstance(name, str) else None
+            if digest is not None:
+                self.cache.put(digest, tool)
 
     async def _describes(self) -> bool:
         """Does the server answer ``tools/describe``? A server with the extension refuses an empty name
@@ -136,8 +228,17 @@ class LazyClient:
         Raises:
             MCPError: -32602 for an unknown name (``data.suggestions`` has close names).
         """
+        held = await self._held(name)
+        if held is not None:
+            return held
         if self.server_supports_lazy:
-            return (await self.request(DESCRIBE, {"name": name}))["tool"]
+            tool = (await self.request(DESCRIBE, {"name": name}))["tool"]
+            self._keep([tool])
+            return tool
+        if self._digests:  # no extension, but the draft's manifest: its describe
+            tool = (await self.request(DRAFT_DESCRIBE, {"names": [name]}))["tools"][0]
+            self._keep([tool])
+            return tool
         tool = (await self._full_index()).get(name)
         if tool is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name!r}", data={"field": "name"})
@@ -146,8 +247,22 @@ class LazyClient:
     async def describe_batch(self, names: Sequence[str]) -> tuple[list[Tool], list[str]]:
         """Full definitions of several tools, and the names that are unknown."""
         if self.server_supports_lazy:
-            result = await self.request(DESCRIBE_BATCH, {"names": list(names)})
-            return result["tools"], result["unknown"]
+            limit = self.server_settings.get("describeBatchMax")
+            if not names or not isinstance(limit, int) or len(names) > limit:  # the server's to refuse
+                result = await self.request(DESCRIBE_BATCH, {"names": list(names)})
+                self._keep(result["tools"])
+                return result["tools"], result["unknown"]
+            unique = list(dict.fromkeys(names))
+            held = {name: tool for name in unique if (tool := await self._held(name)) is not None}
+            asked = [name for name in unique if name not in held]
+            fetched: dict[str, Tool] = {}
+            unknown: list[str] = []
+            if asked:
+                result = await self.request(DESCRIBE_BATCH, {"names": asked})
+                self._keep(result["tools"])
+                fetched, unknown = {tool["name"]: tool for tool in result["tools"]}, result["unknown"]
+            found = {**fetched, **held}
+            return [found[name] for name in unique if name in found], unknown
         index = await self._full_index()
         unique = list(dict.fromkeys(names))
         return [index[n] for n in unique if n in index], [n for n in unique if n not in index]

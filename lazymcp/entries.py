@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lazymcp.metadata import Metadata
+from lazymcp.ratelimit import Rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,8 @@ class ServerEntry:
     inherit_env: bool | tuple[str, ...] = ()
     """What of lazymcp's environment the server gets beyond the safe base (``lazymcp.environment``): True,
     all of it (lazymcp's own secrets aside); names, those variables."""
+    rate_limit: Rate | None = None
+    """Each principal's calls to its tools may come at most at this rate (``"rateLimit"``); None: any."""
 
     @property
     def remote(self) -> bool:

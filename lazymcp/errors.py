@@ -41,6 +41,9 @@ class ErrorCode(IntEnum):
     REQUEST_TIMEOUT = -32001
     #: LSP's code, as MCP clients know it: the request was cancelled before its answer.
     REQUEST_CANCELLED = -32800
+    #: Implementation-defined: a principal's calls passed a rate limit; ``data.retryAfter`` says in how many
+    #: seconds to retry (spec/gateway.md "Rate limits"; over HTTP, status 429 with ``Retry-After``).
+    RATE_LIMITED = -32029
 
 
 class LazyMCPError(Exception):

@@ -17,6 +17,15 @@ the configuration picks another."""
 DESCRIBE: Final = "tools/describe"
 DESCRIBE_BATCH: Final = "tools/describe_batch"
 
+# The draft standard's methods (SEP-2636, "Tool Manifests"; spec/lazy-tools.md §18). Its describe shares
+# our name and takes ``{names}``; should the draft rename it (``tools/get``), that is this one line.
+MANIFEST: Final = "tools/manifest"
+DRAFT_DESCRIBE: Final = DESCRIBE
+MANIFEST_CAPABILITY: Final = "manifest"
+"""Advertised as ``capabilities.tools.manifest = {"maxNames": ...}``."""
+DRAFT_MIN_NAMES: Final = 50
+"""The fewest names the draft lets a server accept in one ``{names}`` describe."""
+
 Detail = Literal["name", "summary", "description"]
 DETAILS: Final[tuple[Detail, ...]] = ("name", "summary", "description")
 

@@ -18,9 +18,22 @@ from lazymcp import modes
 from lazymcp.bridge import Envelope
 from lazymcp.catalog import Catalog
 from lazymcp.errors import InvalidParams, UnknownTool
-from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DETAILS, EXT_ID, Detail, Shape, StockDefault
+from lazymcp.messages import (
+    DESCRIBE,
+    DESCRIBE_BATCH,
+    DETAILS,
+    DRAFT_DESCRIBE,
+    DRAFT_MIN_NAMES,
+    EXT_ID,
+    MANIFEST,
+    MANIFEST_CAPABILITY,
+    Detail,
+    Shape,
+    StockDefault,
+)
 from lazymcp.metatools import DESCRIBE_TOOLS
 from lazymcp.modes import Answer, DynamicSession, Forward, Outcome, Run
+from lazymcp.names import MAX_NAME
 from lazymcp.options import Options
 
 __all__ = ["FORWARD", "METHODS", "Answer", "Caller", "Forward", "Run", "dispatch"]
@@ -60,8 +73,15 @@ def advertise(result: Mapping[str, Any], options: Options) -> dict[str, Any]:
     capabilities = dict(cast(Mapping[str, Any], result.get("capabilities") or {}))
     capabilities["extensions"] = {**(capabilities.get("extensions") or {}), EXT_ID: dict(options.settings())}
     if isinstance(capabilities.get("tools"), dict):
-        capabilities["tools"] = {**capabilities["tools"], "listChanged": True}
+        manifest = {MANIFEST_CAPABILITY: {"maxNames": most_names(options)}}
+        capabilities["tools"] = {**capabilities["tools"], "listChanged": True, **manifest}
     return {**result, "capabilities": capabilities}
+
+
+def most_names(options: Options) -> int:
+    """The most names one draft ``tools/describe {names}`` takes: ``describeBatchMax``, and never fewer
+    than the draft's floor."""
+    return max(options.describe_batch_max, DRAFT_MIN_NAMES)
 
 
 def _object(params: object) -> Mapping[str, Any]:
@@ -151,12 +171,17 @@ def _name_param(params: object, field: str = "name") -> str:
 
 
 def describe(catalog: Catalog, params: object, caller: Caller | None = None) -> Answer:
-    """``tools/describe``: ``{name}`` -> ``{tool}`` (LT-10).
+    """``tools/describe``: ``{name}`` -> ``{tool}`` (LT-10), or the draft's ``{names}`` -> ``{tools}`` (§18).
 
     Raises:
-        InvalidParams: ``name`` is missing or not a non-empty string.
+        InvalidParams: ``name`` is missing or not a non-empty string (or the draft's errors).
         UnknownTool: no tool has that name.
     """
+    fields = _object(params)
+    if "names" in fields:
+        if "name" in fields:
+            raise InvalidParams("names", "type", "Invalid params: give 'name' or 'names', not both")
+        return describe_names(catalog, fields["names"])
     name = _name_param(params)
     tool = catalog.get(name)
     if tool is None:
@@ -197,6 +222,54 @@ def describe_batch(catalog: Catalog, params: object, caller: Caller | None = Non
     return Answer({"tools": tools, "unknown": unknown})
 
 
+def describe_names(catalog: Catalog, names: object) -> Answer:
+    """The draft's ``tools/describe {names}`` -> ``{tools}``: one tool per name, in request order, or an
+    error naming every unknown name (all or nothing).
+
+    Raises:
+        InvalidParams: ``names`` is not a list of 1 to ``most_names`` strings (``reason`` ``"type"``,
+            ``"empty"`` or ``"maxNames"``), or names tools the catalog does not have (``unknownNames``).
+    """
+    limit = most_names(catalog.options)
+    if not isinstance(names, list):
+        raise InvalidParams("names", "type", "Invalid params: 'names' must be an array of strings")
+    if not names:
+        raise InvalidParams("names", "empty", "Invalid params: 'names' must not be empty", maxNames=limit)
+    if len(names) > limit:  # pyright: ignore[reportUnknownArgumentType]
+        text = f"Invalid params: 'names' holds more than {limit} names"
+        raise InvalidParams("names", "maxNames", text, maxNames=limit)
+    tools: list[Any] = []
+    unknown: dict[str, None] = {}
+    for position, name in enumerate(cast(list[object], names)):
+        if not isinstance(name, str):
+            raise InvalidParams("names", "type", f"Invalid params: 'names[{position}]' must be a string")
+        tool = catalog.get(name)
+        if tool is None:
+            unknown[name if len(name) <= MAX_NAME else name[:MAX_NAME] + "…"] = None
+        elif not unknown:
+            tools.append(tool)
+    if unknown:
+        shown = ", ".join(repr(name) for name in list(unknown)[:3]) + (", ..." if len(unknown) > 3 else "")
+        text = f"Unknown tools: {shown}"
+        raise InvalidParams("names", "unknown_tool", text, unknownNames=list(unknown))
+    return Answer({"tools": tools})
+
+
+def manifest(catalog: Catalog, params: object, caller: Caller | None = None) -> Answer:
+    """``tools/manifest``: ``{entries: [{name, title?, digest, size, annotations?}]}``, paged as
+    ``tools/list`` is (§18).
+
+    Raises:
+        InvalidParams: a malformed or stale ``cursor``.
+    """
+    cursor = _object(params).get("cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise InvalidParams("cursor", "type", "Invalid params: 'cursor' must be a string")
+    page = catalog.paginate(catalog.manifest(), cursor)
+    entries = page.pop("tools")
+    return Answer({"entries": entries, **page})
+
+
 Handler = Callable[[Catalog, object, Caller], Outcome]
 
 METHODS: Final[dict[str, Handler]] = {
@@ -204,10 +277,12 @@ METHODS: Final[dict[str, Handler]] = {
     "tools/call": call_tool,
     DESCRIBE: describe,
     DESCRIBE_BATCH: describe_batch,
+    DRAFT_DESCRIBE: describe,
+    MANIFEST: manifest,
 }
 """Every ``tools/*`` method lazymcp answers, by name."""
 
-NEW_METHODS: Final = frozenset({DESCRIBE, DESCRIBE_BATCH})
+NEW_METHODS: Final = frozenset({DESCRIBE, DESCRIBE_BATCH, DRAFT_DESCRIBE, MANIFEST})
 """The methods the extension adds (a server registers a handler for each)."""
 
 

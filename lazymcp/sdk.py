@@ -250,11 +250,11 @@ class LazyTools:
     # --- the middleware ----------------------------------------------------------------------
 
     async def middleware(self, ctx: Context, call_next: CallNext) -> HandlerResult:
-        """Serve ``tools/*``, advertise on ``initialize``, track 2025-era sessions."""
+        """Serve ``tools/*``, advertise on ``initialize`` and ``server/discover``, track 2025-era sessions."""
         method = ctx.method
         if method in METHODS and self._gate_open(ctx):
             return await self._serve(ctx, call_next)
-        if method == "initialize":
+        if method in ("initialize", "server/discover"):
             result = await call_next(ctx)
             return advertise(result, self.options) if isinstance(result, dict) else result  # LT-02
         if method == "notifications/initialized":

@@ -16,7 +16,7 @@ import pytest
 
 from .conftest import CATALOGS, ROOT, SHARED
 
-SECTIONS = ("tokens", "latency", "scale", "proxy", "gateway", "search")
+SECTIONS = ("tokens", "latency", "scale", "proxy", "gateway", "search", "manifest")
 QUICK_SIZES = (10, 100, 1_000)
 RUN_TIMEOUT = 280.0
 
@@ -124,3 +124,19 @@ def test_token_figures_are_deterministic(quick: dict[str, Any], tmp_path: Path) 
     again = run_bench(tmp_path / "tokens.json", "--quick", "--only", "tokens")
     assert again["sections"]["latency"] == {"status": "not selected"}
     assert token_figures(again) == token_figures(quick)
+
+
+@pytest.mark.timeout(300)
+def test_a_second_session_describes_from_the_cache_and_the_manifest_stays_small(quick: dict[str, Any]) -> None:
+    manifest = quick["sections"]["manifest"]
+    if manifest["status"] == "skipped":
+        pytest.skip(manifest["reason"])
+    first, second = manifest["cache"]["sessions"]
+    assert (first["describe_requests"], first["from_cache"]) == (manifest["cache"]["described"], 0)
+    assert (second["describe_requests"], second["from_cache"]) == (0, manifest["cache"]["described"])
+    assert first["manifest_requests"] == second["manifest_requests"] == 1
+    sizes = manifest["sizes"]
+    assert sizes["bytes"]["bare"] < sizes["bytes"]["manifest"] < sizes["bytes"]["full"]
+    targets = {entry["key"]: entry for entry in quick["targets"]}
+    assert targets["second_session"]["met"] is True
+    assert targets["manifest_bytes"]["measured"] == sizes["manifest_over_bare"]

@@ -441,3 +441,24 @@ async def test_a_request_waiting_on_an_owner_that_stops_answering_gets_404_not_a
                     owner.send_signal(signal.SIGCONT)
     assert pid_of(before)
     assert after == 404 and answer is not None and "initialize again" in answer["error"]["message"]
+
+
+def test_a_principal_hash_is_what_its_equality_compares_and_the_same_in_every_process() -> None:
+    """Two tokens of one principal (renewed: other claims; scopes listed in another order) hash alike, in
+    this process and a fresh one (set order and ``repr`` vary between processes); another subject does not."""
+    import subprocess
+
+    from lazymcp.policy import Principal
+    from lazymcp.run.cluster import principal_hash
+
+    ada = Principal(client="c", issuer="i", subject="ada", scopes=frozenset({"read", "write", "x"}), claims={"exp": 1})
+    renewed = Principal(client="c", issuer="i", subject="ada", scopes=frozenset({"x", "write", "read"}), claims={})
+    bob = Principal(client="c", issuer="i", subject="bob", scopes=frozenset({"read", "write", "x"}))
+    code = (
+        "from lazymcp.policy import Principal; from lazymcp.run.cluster import principal_hash; "
+        "print(principal_hash(Principal(client='c', issuer='i', subject='ada', "
+        "scopes=frozenset({'read', 'write', 'x'}))))"
+    )
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert principal_hash(ada) == principal_hash(renewed) == fresh.stdout.strip()
+    assert principal_hash(ada) != principal_hash(bob)

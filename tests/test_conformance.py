@@ -35,8 +35,10 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from lazymcp.client import raw_request
+from lazymcp.digests import Digest
 
 from .conftest import EXT_ID, free_port, initialize_request
 from .interop.conformance_server import JSON_SCHEMA_TOOL_INPUT
@@ -125,6 +127,8 @@ class Configuration:
     """The same, as the ``describe_tools`` meta-tool returns it."""
     foreign_origin: int | None = None
     """The HTTP status of an ``initialize`` POST with a loopback Host and a foreign Origin."""
+    draft: dict[str, Any] = field(default_factory=dict[str, Any])
+    """What a stock client got of the draft tool-manifest methods (``probe_draft``)."""
     served: Served | None = None
 
 
@@ -193,6 +197,7 @@ class Conformance:
                     seen.initializes = [json.loads(line) for line in record.read_text().splitlines()]
                 seen.schema_listed_full, seen.schema_described = anyio.run(probe_schema, served.url)
                 seen.foreign_origin = post_initialize(served.url, origin=FOREIGN_ORIGIN)
+                seen.draft = anyio.run(probe_draft, served.url)
             else:
                 seen.suites["json-schema"] = self.run(served.url, f"{name}-json-schema", "--scenario", PENDING[0])
         return seen
@@ -208,6 +213,24 @@ async def probe_schema(url: str) -> tuple[Any, Any]:
     text = described.content[0]
     assert text.type == "text", described
     return listed, json.loads(text.text)["tools"][0]["inputSchema"]
+
+
+async def probe_draft(url: str) -> dict[str, Any]:
+    """A stock client's ``tools/manifest``, full listing, ``tools/describe {names}`` of two tools, and the
+    error of each malformed ``{names}`` the draft names (spec/lazy-tools.md §18)."""
+    with anyio.fail_after(30):
+        async with Client(url, mode="legacy") as client:
+            manifest = await raw_request(client.session, "tools/manifest")
+            full = (await raw_request(client.session, "tools/list", {"lazy": False}))["tools"]
+            names = [tool["name"] for tool in full[:2]]
+            described = (await raw_request(client.session, "tools/describe", {"names": names}))["tools"]
+            errors: dict[str, Any] = {}
+            for case, names_param in (("unknown", [names[0], "no_such_tool"]), ("empty", []), ("max", names * 60)):
+                try:
+                    await raw_request(client.session, "tools/describe", {"names": names_param})
+                except MCPError as exc:
+                    errors[case] = exc.error.model_dump(by_alias=True, exclude_none=True)
+    return {"manifest": manifest, "full": full, "described": described, "errors": errors}
 
 
 def post_initialize(url: str, *, origin: str) -> int:
@@ -284,6 +307,31 @@ def test_a_foreign_origin_is_refused_like_the_sdk_server_refuses_it(
     POST: with its Content-Type ``text/plain`` it needs no CORS preflight."""
     status = conformance.configuration(configuration).foreign_origin
     assert status is not None and 400 <= status < 500, status  # the SDK server: 403
+
+
+# --- the draft tool-manifest standard (SEP-2636), to the suite's fixture ----------------------------
+
+
+@pytest.mark.requirement("LT-35")
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+def test_the_draft_s_error_shapes_directly_and_through_the_proxy(conformance: Conformance, configuration: str) -> None:
+    errors = conformance.configuration(configuration).draft["errors"]
+    assert {case: error["code"] for case, error in errors.items()} == dict.fromkeys(("unknown", "empty", "max"), -32602)
+    assert errors["unknown"]["data"]["unknownNames"] == ["no_such_tool"]
+    assert errors["empty"]["data"]["reason"] == "empty"
+    assert (errors["max"]["data"]["reason"], errors["max"]["data"]["maxNames"]) == ("maxNames", 100)
+
+
+@pytest.mark.requirement("LT-34")
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+def test_a_stock_client_s_manifest_digests_the_tools_it_describes(conformance: Conformance, configuration: str) -> None:
+    draft = conformance.configuration(configuration).draft
+    digests = {entry["name"]: (entry["digest"], entry["size"]) for entry in draft["manifest"]["entries"]}
+    assert list(digests) == [tool["name"] for tool in draft["full"]]
+    for tool in draft["full"]:
+        described = Digest.of(tool)
+        assert digests[tool["name"]] == (described.digest, described.size)
+    assert draft["described"] == draft["full"][:2]
 
 
 # --- the pending suite -------------------------------------------------------------------------

@@ -281,7 +281,6 @@ def test_describe_finds_a_catalog_tool_whatever_the_length_of_its_name() -> None
         ({"name": ["echo"]}, "type"),
         ({"name": {"name": "echo"}}, "type"),
         ({"name": True}, "type"),
-        ({"names": ["echo"]}, "type"),
         ({"name": ""}, "empty"),
     ],
 )

@@ -7,7 +7,6 @@ the traceback); ``proxy`` and ``stats`` take the server's command after ``--`` o
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 import traceback
@@ -35,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = [*upstream, "--", *command] if split else upstream
     if command and args.command == "serve":
         return _error(f"serve takes no command ({shlex.join(command)!r}); did you mean lazymcp proxy?")
-    level = args.log_level or os.environ.get("LAZYMCP_LOG_LEVEL", "").strip().lower() or "info"
+    level = commands.chosen_level(args) or "info"
     if level not in LEVELS:
         return _error(f"LAZYMCP_LOG_LEVEL must be one of {', '.join(LEVELS)}, not {level!r}")
     configure(level)

@@ -34,6 +34,11 @@ def options_of(args: argparse.Namespace) -> Options:
         raise CatalogError(str(exc)) from None
 
 
+def chosen_level(args: argparse.Namespace) -> str | None:
+    """The ``--log-level`` given, else ``LAZYMCP_LOG_LEVEL``'s; None when neither says one."""
+    return args.log_level or os.environ.get("LAZYMCP_LOG_LEVEL", "").strip().lower() or None
+
+
 def limits_of(args: argparse.Namespace) -> Limits:
     """The session bounds the flags give."""
     return Limits(
@@ -89,26 +94,30 @@ def access_of(args: argparse.Namespace, *, required: bool = True) -> Access | No
     )
 
 
-def _token(path: str | None, command: str) -> str | None:
-    """The bearer token from ``--token-file`` (a file others can read is warned about, as ssh does with a
-    key), else ``LAZYMCP_GATEWAY_TOKEN``, else None.
+def _token(path: str | None, command: str) -> list[tuple[str, str]] | None:
+    """The bearer tokens, with their principals' names, from ``--token-file`` (``name: token`` a line, or
+    bare tokens, named ``default``; a file others can read is warned about, as ssh does with a key), else
+    ``LAZYMCP_GATEWAY_TOKEN``, else None.
 
     Raises:
-        ConfigError: the file cannot be read or holds no token.
+        ConfigError: the file cannot be read, holds no token, or a line is malformed.
     """
+    from lazymcp.policy import read_token_file
+
     if path is None:
-        return os.environ.get(TOKEN) or None
+        token = os.environ.get(TOKEN, "").strip()
+        return read_token_file(token, TOKEN) if token else None
     try:
-        token = Path(path).read_text().strip()
+        text = Path(path).read_text()
         mode = os.stat(path).st_mode
     except OSError as exc:
         raise ConfigError(f"cannot read the token file {path!r}: {exc.strerror or exc}") from None
     if mode & 0o077:
         shown = oct(stat.S_IMODE(mode))[2:]
         say(command, f"warning: the token file {path!r} can be read by others (mode {shown}); chmod 600 it")
-    if not token:
+    if not text.strip():
         raise ConfigError(f"the token file {path!r} is empty")
-    return token
+    return read_token_file(text, f"the token file {path!r}")
 
 
 def _catalog_tools(path: str | None) -> list[Any]:
@@ -180,6 +189,9 @@ def gateway(args: argparse.Namespace) -> int:
             eager=args.eager_start,
             refresh=args.refresh,
             first_list_wait=args.first_list_wait or None,
+            rate_limit=args.rate_limit,
+            audit=chosen_level(args) in ("info", "debug"),
+            metrics=args.metrics,
             http=args.http,
             access=access_of(args),
             allow_hosts=tuple(args.allow_host),

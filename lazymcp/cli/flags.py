@@ -10,10 +10,12 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from lazymcp.errors import ConfigError
 from lazymcp.limits import FIRST_LIST_WAIT
 from lazymcp.messages import MODES
 from lazymcp.notices import LEVELS
 from lazymcp.options import SETTINGS, Setting
+from lazymcp.ratelimit import Rate, parse_rate
 
 GATEWAY_MODES = ("auto", *MODES)
 
@@ -30,6 +32,14 @@ def positive(value: str) -> int:
     if not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
     return int(value)
+
+
+def rate(value: str) -> Rate:
+    """``N/s`` or ``N/min``."""
+    try:
+        return parse_rate(value, "--rate-limit")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.message.removeprefix("--rate-limit: ")) from None
 
 
 def add_listing_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
@@ -231,6 +241,22 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     add_http_option(gateway, "serve clients streamable HTTP at /mcp")
     gateway.add_argument("--budget", type=int, default=None, metavar="TOKENS", help="auto mode's budget (20000)")
+    gateway.add_argument(
+        "--rate-limit",
+        type=rate,
+        default=None,
+        metavar="N/s|N/min",
+        help="each principal's tools/call requests (meta-tools included) at most at this rate, in bursts of up"
+        " to N; past it a call gets 429 with Retry-After over HTTP, a JSON-RPC error saying when to retry on stdio",
+    )
+    gateway.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        type=host_port,
+        default=None,
+        help="serve /metrics (Prometheus text) at this address of its own, without authentication (a stdio gateway"
+        " too); with --http it is otherwise served beside /mcp, behind the same checks",
+    )
     add_session_options(gateway)
     add_cluster_options(gateway)
     add_listing_options(gateway, skip=("mode",))

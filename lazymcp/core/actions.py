@@ -98,7 +98,24 @@ class Ready:
     catalog: Catalog
 
 
-Action = ToClient | ToServer | Start | Stop | Save | Say | Fail | Ready
+@dataclass(frozen=True, slots=True)
+class Called:
+    """A ``tools/call`` of the client's was answered: by ``server``'s ``tool`` (None: by the gateway itself,
+    a meta-tool, or refused), with ``outcome``: ``ok``, ``tool_error``, ``error``, ``unknown_tool``,
+    ``denied`` (a name the access policy refuses), ``rate_limited`` or ``unavailable``; ``seconds`` after
+    it left for its server (0 when it did not). Reported for the audit line and the metrics
+    (``lazymcp.run.observe``); never the arguments or results."""
+
+    principal: str
+    server: str | None
+    tool: str
+    outcome: str
+    seconds: float = 0.0
+    traceparent: str | None = None
+    """The W3C trace context the call came with (``_meta.traceparent``), if any."""
+
+
+Action = ToClient | ToServer | Start | Stop | Save | Say | Fail | Ready | Called
 
 
 class Core(Protocol):

@@ -18,13 +18,15 @@ from lazymcp.errors import CatalogError, ConfigError
 from lazymcp.files import read_json
 from lazymcp.messages import SEPARATOR
 from lazymcp.metadata import ToolMeta, parse_metadata
+from lazymcp.policy import Policy, parse_policy
+from lazymcp.ratelimit import parse_rate
 
 STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "envFile"})
 REMOTE_KEYS = frozenset({"url", "headers"})
-COMMON_KEYS = frozenset({"type", "transport", "lazymcp", "disabled", "description", "name", "timeout"})
+COMMON_KEYS = frozenset({"type", "transport", "lazymcp", "disabled", "description", "name", "timeout", "rateLimit"})
 SERVER_KEYS = frozenset({"defer", "enabled", "category", "description", "tools", "inherit_env"})
 """What a server's ``lazymcp`` key may hold."""
-TOP_KEYS = frozenset({"separator", "servers", "mode", "budget"})
+TOP_KEYS = frozenset({"separator", "servers", "mode", "budget", "access"})
 """What the top-level ``lazymcp`` block may hold (``servers``: per-server settings by server name)."""
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -39,6 +41,8 @@ class GatewayConfig:
     budget: int | None = None
     source: str = "config"
     warnings: tuple[str, ...] = ()
+    access: Policy | None = None
+    """Which principal may use which tool (``lazymcp.policy``); None: everyone, every tool."""
 
     @property
     def enabled(self) -> tuple[ServerEntry, ...]:
@@ -122,6 +126,10 @@ class _Reader:
         disabled = data.get("disabled", False)
         if not isinstance(disabled, bool):
             raise self.fail(name, "field 'disabled' must be true or false")
+        if "rateLimit" in data:
+            entry = replace(
+                entry, rate_limit=parse_rate(data["rateLimit"], f"{self.source}: server {name!r}, field 'rateLimit'")
+            )
         return self.settings(entry, settings, data.get("lazymcp"), enabled=not disabled)
 
     def settings(self, entry: ServerEntry, *layers: object, enabled: bool) -> ServerEntry:
@@ -187,7 +195,8 @@ def parse_config(data: object, *, source: str = "config", environ: Mapping[str, 
     mode = _checked(top, "mode", str, reader)
     budget = _checked(top, "budget", int, reader)
     warnings = tuple(f"{source}: ignoring unknown {where}" for where in reader.unknown)
-    return GatewayConfig(tuple(entries), separator, mode, budget, source, warnings)
+    access = parse_policy(top.get("access"), source)
+    return GatewayConfig(tuple(entries), separator, mode, budget, source, warnings, access)
 
 
 def _checked(top: Mapping[str, object], key: str, kind: type, reader: _Reader) -> Any:

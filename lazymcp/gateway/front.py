@@ -37,14 +37,14 @@ from typing import Any, cast
 from lazymcp import jsonrpc
 from lazymcp.bridge import Envelope, Serializer, is_modern, legacy_params
 from lazymcp.catalog import Catalog
-from lazymcp.core.actions import Action, Save, Say, Stop, ToClient
+from lazymcp.core.actions import Action, Called, Save, Say, Stop, ToClient
 from lazymcp.core.session import ClientSession
 from lazymcp.core.upstream import Asks, Notice, Reply, Tools
 from lazymcp.entries import ServerEntry
 from lazymcp.errors import ConfigError, ErrorCode, LazyMCPError
 from lazymcp.gateway.handshake import LATEST, Handshakes
 from lazymcp.gateway.merged import DEFAULT_BUDGET, Merged, Seed
-from lazymcp.gateway.namespace import Namespace
+from lazymcp.gateway.namespace import MAX_TOOL_NAME, Namespace
 from lazymcp.gateway.passthrough import LISTS, ROUTED, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
 from lazymcp.gateway.relay import Relay
@@ -55,6 +55,8 @@ from lazymcp.manifest import Manifest
 from lazymcp.messages import SEPARATOR, Tool
 from lazymcp.methods import METHODS, Answer
 from lazymcp.options import Options
+from lazymcp.policy import ANONYMOUS, Grant, Principal
+from lazymcp.ratelimit import Limited, Limiter
 
 LIST_CHANGED_TOOLS = Frame({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 
@@ -65,6 +67,35 @@ def _result(request_id: RequestId, result: dict[str, Any]) -> Frame:
 
 def _error(request_id: object, code: ErrorCode, text: str, data: object = None) -> Frame:
     return Frame(jsonrpc.error_message(request_id, code, text, data))
+
+
+WATCHED_CALLS = 10_000
+"""Watched calls in flight a session remembers the start of."""
+
+
+def outcome_of(answer: Frame) -> str:
+    """How a ``tools/call`` ended, for the audit line and the metrics."""
+    error = answer.message.get("error")
+    if isinstance(error, dict):
+        code = cast(dict[str, Any], error).get("code")
+        data = jsonrpc.field(cast(dict[str, Any], error).get("data"), "reason")
+        if code == ErrorCode.RATE_LIMITED:
+            return "rate_limited"
+        if data == "unknown_tool" or str(cast(dict[str, Any], error).get("message", "")).startswith("Unknown tool"):
+            return "unknown_tool"
+        return "unavailable" if code == ErrorCode.UPSTREAM_ERROR else "error"
+    return "tool_error" if jsonrpc.field(answer.message.get("result"), "isError") is True else "ok"
+
+
+def _traceparent(frame: Frame) -> str | None:
+    """The W3C trace context a request came with in ``_meta.traceparent`` (at most 55 characters)."""
+    found = jsonrpc.params_meta(frame.message).get("traceparent")
+    return found if isinstance(found, str) and len(found) <= 55 else None
+
+
+def _limited(request_id: object, limited: Limited) -> Frame:
+    text = f"Rate limit reached: {limited.what}; retry in {limited.seconds} s"
+    return _error(request_id, ErrorCode.RATE_LIMITED, text, {"retryAfter": limited.seconds})
 
 
 @dataclass
@@ -92,6 +123,18 @@ class Gateway:
     """The catalog of a gateway over the same manifests (an earlier HTTP session's): used, not rebuilt."""
     first_list_wait: float | None = FIRST_LIST_WAIT
     """Seconds a ``tools/*`` request waits for the first lists of starting servers (None: no bound but theirs)."""
+    grant: Grant | None = None
+    """The tools this session's principal may use (``lazymcp.policy``): the only ones it sees; None: all."""
+    principal: Principal = ANONYMOUS
+    """Who this session serves."""
+    limiter: Limiter | None = None
+    """The rate limits its calls count against (``lazymcp.ratelimit``), shared by every session; None: none."""
+    observe: bool = False
+    """Report each answered ``tools/call`` (``Called``: the audit line, the metrics)."""
+    _started: dict[tuple[str, object], tuple[str, str, float, str | None]] = field(
+        init=False, default_factory=lambda: {}
+    )
+    """Watched calls sent to their servers, by id: (server, tool, when, traceparent)."""
     command: str = "gateway"
     isolates_servers: bool = True
     servers: Servers = field(init=False)
@@ -106,7 +149,7 @@ class Gateway:
         self.servers = Servers(
             self.entries, self.manifests, self.timeout, self.client_timeout, self.client_info, self.first_list_wait
         )
-        self.merged = Merged(self.options, self.separator, self.mode, self.budget, seed=self.seed)
+        self.merged = Merged(self.options, self.separator, self.mode, self.budget, seed=self.seed, grant=self.grant)
         key = tuple((name, m.fetched, m.version) if m else (name,) for name, m in self.manifests.items())
         self.merged.build(self.servers.tool_lists(), key)
         self.seed = self.merged.seed
@@ -220,11 +263,36 @@ class Gateway:
         return actions + self._request(frame.changed(params=legacy_params(params)), now)
 
     def _tools(self, frame: Frame, now: float) -> list[Action]:
-        """A ``tools/*`` request through the one door: answered here, or a call for its server."""
+        """A ``tools/*`` request through the one door: answered here, or a call for its server (a call
+        answered here is reported at once when watched, one sent on when its server answers)."""
+        actions = self._tools_answer(frame, now)
+        if self.observe and frame.message["method"] == "tools/call":
+            key = jsonrpc.id_key(frame.id)
+            for action in actions:
+                if (
+                    isinstance(action, ToClient)
+                    and "method" not in action.frame.message
+                    and action.frame.id == frame.id
+                ):
+                    server, tool, _, _ = self._started.pop(
+                        key, (None, str(frame.params.get("name"))[:MAX_TOOL_NAME], now, None)
+                    )
+                    outcome = outcome_of(action.frame)
+                    if outcome == "unknown_tool" and self.grant is not None and not self.grant(tool):
+                        outcome = "denied"  # to the client, as unknown; to the operator, refused by the policy
+                    actions.append(Called(self.principal.key, server, tool, outcome, 0.0, _traceparent(frame)))
+                    break
+        return actions
+
+    def _tools_answer(self, frame: Frame, now: float) -> list[Action]:
         message = frame.message
         request_id: RequestId = message["id"]
         method: str = message["method"]
         params = frame.params
+        if self.limiter is not None and method == "tools/call":
+            limited = self.limiter.admit(self.principal.key, now)
+            if limited is not None:
+                return [ToClient(_limited(request_id, limited))]
         modern = self.session.modern
         caller = self.session.caller(
             params,
@@ -244,6 +312,12 @@ class Gateway:
         if outcome.server is None:
             text = f"Unknown tool: {outcome.name!r}"
             return [ToClient(_error(request_id, ErrorCode.INVALID_PARAMS, text, {"name": outcome.name}))]
+        if self.observe:
+            self._watch_call(request_id, outcome.server, str(outcome.name), now, _traceparent(frame))
+        if self.limiter is not None:
+            limited = self.limiter.admit_server(self.principal.key, outcome.server, now)
+            if limited is not None:
+                return [ToClient(_limited(request_id, limited))]
         if modern:
             self.session.sent_on(request_id, "tools/call")
         call_params = {**params, "name": outcome.name}
@@ -303,19 +377,31 @@ class Gateway:
 
     def _heard(self, server: str, event: Reply | Asks | Notice | Tools, now: float) -> list[Action]:
         if isinstance(event, Reply):
-            return self._reply(server, event.frame)
+            return self._reply(server, event.frame, now)
         if isinstance(event, Asks):  # a request to the client: sampling, elicitation, roots, ping
             return self._happened(self.relay.ask(server, event.frame, now), now)
         if isinstance(event, Tools):
             return self._new_tools(server, event.catalog.tools, now)
         return self.relay.notice(server, event.frame)
 
-    def _reply(self, server: str, frame: Frame) -> list[Action]:
-        """A server's answer: a part of a gathered list, or the client's."""
+    def _reply(self, server: str, frame: Frame, now: float) -> list[Action]:
+        """A server's answer: a part of a gathered list, or the client's (a watched call's reported)."""
         request_id = frame.id
         if isinstance(request_id, str) and request_id.startswith(GATHER_PREFIX):
             return self._part(server, frame)
+        if self._started:
+            started = self._started.pop(jsonrpc.id_key(request_id), None)
+            if started is not None:
+                seconds = now - started[2]
+                called = Called(self.principal.key, started[0], started[1], outcome_of(frame), seconds, started[3])
+                return [self._answer(frame), called]
         return [self._answer(frame)]
+
+    def _watch_call(self, request_id: object, server: str, tool: str, now: float, traceparent: str | None) -> None:
+        """A watched call leaves for its server: when, to report it with its answer."""
+        self._started[jsonrpc.id_key(request_id)] = (server, tool, now, traceparent)
+        if len(self._started) > WATCHED_CALLS:  # cancelled calls a server never answers: the oldest go
+            del self._started[next(iter(self._started))]
 
     def _answer(self, frame: Frame) -> ToClient:
         """The one door of answers to the client (a 2026 client's get their envelope here)."""
@@ -361,7 +447,7 @@ class Gateway:
         self.session.asked.forget(down.server)  # a late answer of the client's must not reach its successor
         actions: list[Action] = []
         for answer in down.answers:
-            actions += self._reply(down.server, answer)
+            actions += self._reply(down.server, answer, now)
         if self.servers[down.server].tools is None:  # no list to show for it: the others are not kept waiting
             actions += self._release_waiting(now)
         return actions

@@ -24,6 +24,7 @@ from lazymcp.metatools import DESCRIBE_TOOLS
 from lazymcp.methods import Answer, Caller, Run, dispatch
 from lazymcp.options import Options
 from lazymcp.packed import Packed, pack
+from lazymcp.policy import Grant
 
 GATEWAY_META = "io.lazymcp/gateway"
 """The ``_meta`` key under which a described tool of a failed server carries ``{"unavailable": reason}``."""
@@ -38,6 +39,7 @@ def merged_catalog(
     *,
     auto: bool = False,
     budget: int = DEFAULT_BUDGET,
+    grant: Grant | None = None,
 ) -> Catalog:
     """One catalog of every server's tools, registering each name in ``names``.
 
@@ -46,13 +48,16 @@ def merged_catalog(
     each tool is renamed and encoded one at a time, so a manifest's tools are never all decoded at once,
     and a manifest then reads its tools from the catalog's JSON.
 
+    ``grant`` (``lazymcp.policy``): only the tools it allows are in the catalog and in ``names``, and
+    only they are named as related tools; None: every tool.
+
     Raises:
         ConfigError: two tools get one gateway name.
     """
     declared: dict[str, ToolMeta] = {}
     categories: dict[str, str] = {}
     core: list[str] = []
-    renamed: list[tuple[Sequence[Tool], list[str]]] = []
+    renamed: list[tuple[str, Sequence[Tool], list[str]]] = []
     for entry, server_tools in servers:
         server = entry.name
         category = entry.category or server
@@ -60,26 +65,42 @@ def merged_catalog(
         if not entry.defer:
             core.append(category)
         originals = server_tools.names if isinstance(server_tools, Packed) else [tool["name"] for tool in server_tools]
+        if grant is not None:
+            originals = [original for original in originals if grant(names.name(server, original))]
         gateway_names = names.add(server, originals)
-        renamed.append((server_tools, gateway_names))
+        renamed.append((server, server_tools, gateway_names))
         meta = ToolMeta(category=category)
         declared.update(dict.fromkeys(gateway_names, meta))
-        declared.update(tool_meta(entry, lambda original, server=server: names.name(server, original)))
+        declared.update(_granted(tool_meta(entry, lambda original, server=server: names.name(server, original)), grant))
     metadata = Metadata(declared, categories, source="gateway configuration")
     options = replace(options, metadata=metadata, core_tools=tuple(core) or options.core_tools)
     blobs: list[bytes] = []
-    for server_tools, gateway_names in renamed:
+    for server, server_tools, gateway_names in renamed:
+        if grant is not None:  # the session's own subset: the manifest keeps its own tools
+            kept = set(gateway_names)
+            chosen = [(tool, names.name(server, tool["name"])) for tool in server_tools]
+            blobs.extend(pack({**tool, "name": name}) for tool, name in chosen if name in kept)
+            continue
         server_blobs = [pack({**tool, "name": name}) for tool, name in zip(server_tools, gateway_names, strict=True)]
         if isinstance(server_tools, Packed):  # a manifest's: it and the catalog keep one copy, and what the
             server_tools.share(server_blobs)  # manifest held goes now, for the next server's to reuse
         blobs.extend(server_blobs)
-    tools = Packed(blobs, [name for _, gateway_names in renamed for name in gateway_names])
+    tools = Packed(blobs, [name for _, _, gateway_names in renamed for name in gateway_names])
     chosen = replace(options, mode="describe") if auto else options
     catalog = Catalog.build(tools, chosen, packed=True, separator=names.separator)
     if not auto:
         return catalog
     mode = auto_mode(catalog, budget, core=bool(core))
     return catalog if mode == "describe" else catalog.with_mode(mode)
+
+
+def _granted(metas: Mapping[str, ToolMeta], grant: Grant | None) -> Mapping[str, ToolMeta]:
+    """Declared metadata of the tools ``grant`` allows, naming only those as related tools."""
+    if grant is None:
+        return metas
+    return {
+        name: replace(meta, related=tuple(filter(grant, meta.related))) for name, meta in metas.items() if grant(name)
+    }
 
 
 def auto_mode(catalog: Catalog, budget: int, *, core: bool) -> Mode:
@@ -147,6 +168,8 @@ class Seed:
     key: tuple[tuple[object, ...], ...]
     catalog: Catalog
     names: Namespace
+    grant: Grant | None = None
+    """The grant its tools were chosen by (``lazymcp.policy``); None: every tool."""
 
 
 @dataclass(slots=True)
@@ -171,6 +194,8 @@ class Merged:
     catalog: Catalog = field(init=False)
     names: Namespace = field(init=False)
     seed: Seed | None = None
+    grant: Grant | None = None
+    """Only the tools it allows are in the catalog (``lazymcp.policy``); None: every tool."""
 
     def build(self, servers: Sequence[tuple[ServerEntry, Sequence[Tool]]], key: tuple[tuple[object, ...], ...]) -> None:
         """The catalog of ``servers``; ``seed``'s when it was built from the same manifests (``key``).
@@ -178,11 +203,11 @@ class Merged:
         Raises:
             ConfigError: two tools get one name.
         """
-        if self.seed is not None and self.seed.key == key:
+        if self.seed is not None and self.seed.key == key and self.seed.grant == self.grant:
             self.catalog, self.names = self.seed.catalog, self.seed.names  # neither is changed in place
         else:
             self.rebuild(servers)
-        self.seed = Seed(key, self.catalog, self.names)
+        self.seed = Seed(key, self.catalog, self.names, self.grant)
 
     def rebuild(self, servers: Sequence[tuple[ServerEntry, Sequence[Tool]]]) -> None:
         """The catalog, built again.
@@ -191,7 +216,8 @@ class Merged:
             ConfigError: two tools get one name (the catalog is left as it was).
         """
         names = Namespace(self.separator, prefixed=True)
-        catalog = merged_catalog(servers, self.options, names, auto=self.mode == "auto", budget=self.budget)
+        auto = self.mode == "auto"
+        catalog = merged_catalog(servers, self.options, names, auto=auto, budget=self.budget, grant=self.grant)
         self.catalog, self.names = catalog, names
 
     def answer(

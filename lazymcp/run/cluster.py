@@ -25,7 +25,8 @@ import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import fields, is_dataclass
+from typing import TYPE_CHECKING, Any, Protocol, cast
 from uuid import uuid4
 
 import orjson
@@ -77,8 +78,19 @@ class Owned(Protocol):
 
 
 def principal_hash(principal: object) -> str:
-    """What a record keeps of a session's principal: a hash of its ``repr`` (the same in every instance)."""
-    return hashlib.sha256(repr(principal).encode()).hexdigest()[:32]
+    """What a record keeps of a session's principal: a hash of what its equality compares (a dataclass's
+    compared fields, sets sorted), the same in every instance for two principals that compare equal."""
+    if is_dataclass(principal) and not isinstance(principal, type):
+        parts = [_canonical(getattr(principal, f.name)) for f in fields(principal) if f.compare]
+    else:
+        parts = [repr(principal)]
+    return hashlib.sha256(orjson.dumps(parts)).hexdigest()[:32]
+
+
+def _canonical(value: object) -> object:
+    if isinstance(value, frozenset | set):
+        return sorted(repr(item) for item in cast(frozenset[object], value))
+    return value if value is None or isinstance(value, str | int | float | bool) else repr(value)
 
 
 def connect(url: str) -> Redis:

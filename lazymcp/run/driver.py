@@ -19,11 +19,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lazymcp import jsonrpc
-from lazymcp.core.actions import Action, Core, Fail, Ready, Save, Say, Start, Stop, ToClient, ToServer
+from lazymcp.core.actions import Action, Called, Core, Fail, Ready, Save, Say, Start, Stop, ToClient, ToServer
 from lazymcp.errors import ErrorCode, UpstreamError
 from lazymcp.jsonrpc import Frame
 from lazymcp.limits import EXPIRE_EVERY, MAX_UNANSWERED, SERVER_INPUT
 from lazymcp.notices import proxy_catalog_in, say
+from lazymcp.run import observe
 from lazymcp.run.connections import Connection, connect
 
 if TYPE_CHECKING:
@@ -164,8 +165,10 @@ class Driver:
                         if action.server in self._full and connection.buffered > SERVER_INPUT:
                             self._stuck(action.server, f"{connection.buffered} bytes wait for it")
             elif isinstance(action, Start):
+                observe.server_started(action.server)
                 self._spawn(action.server)
             elif isinstance(action, Stop):
+                observe.server_failed(action.server)
                 self.say(action.reason)
                 self._stop(action.server)
             elif isinstance(action, Say):
@@ -174,6 +177,8 @@ class Driver:
                 self._save(action)
             elif isinstance(action, Ready):
                 proxy_catalog_in(action.catalog)  # the start-up line, once per process
+            elif isinstance(action, Called):
+                observe.called(action)
             elif isinstance(action, Fail):  # pyright: ignore[reportUnnecessaryIsInstance]
                 self.fail(action.reason)
                 return

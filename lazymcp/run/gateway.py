@@ -29,12 +29,18 @@ from lazymcp.manifest import DEFAULT_TTL, Manifest
 from lazymcp.notices import LOGGER, say
 from lazymcp.options import Options
 from lazymcp.packed import Packed
+from lazymcp.policy import ANONYMOUS, Grant, Principal, check_policy
+from lazymcp.ratelimit import Limiter, MemoryCounter, Rate
+from lazymcp.run import observe, traces
 from lazymcp.run.driver import Driver
 from lazymcp.run.manifests import ManifestStore
 from lazymcp.run.wire import sdk_serializer
 
 if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
     from lazymcp.access import Access
+    from lazymcp.run.metrics import Metrics
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +56,12 @@ class Launch:
     refresh: bool = False
     ttl: float = DEFAULT_TTL
     first_list_wait: float | None = FIRST_LIST_WAIT
+    rate_limit: Rate | None = None
+    """Each principal's ``tools/call`` requests may come at most at this rate (``--rate-limit``)."""
+    metrics: tuple[str, int] | None = None
+    """Serve ``/metrics`` at this address apart from ``/mcp`` (``--metrics``)."""
+    audit: bool = False
+    """Write an audit line per call on stderr (``--log-level info`` or ``debug`` asked for)."""
 
 
 def read_config(path: str, environ: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -68,9 +80,18 @@ def read_config(path: str, environ: Mapping[str, str] | None = None) -> GatewayC
     return config
 
 
-def build_gateway(launch: Launch, store: ManifestStore | None, seed: Seed | None = None) -> Gateway:
-    """The core over the enabled servers, with their manifests (none when refreshing); its catalog is
-    ``seed``'s when that was built from the same manifests.
+def build_gateway(
+    launch: Launch,
+    store: ManifestStore | None,
+    seed: Seed | None = None,
+    grant: Grant | None = None,
+    *,
+    principal: Principal = ANONYMOUS,
+    limiter: Limiter | None = None,
+) -> Gateway:
+    """The core over the enabled servers, with their manifests (none when refreshing), for ``principal``;
+    its catalog is ``seed``'s when that was built from the same manifests and grant, and holds only the
+    tools ``grant`` allows (None: every tool); its calls count against ``limiter``'s rates.
 
     Raises:
         ConfigError: two tools get one name.
@@ -98,6 +119,10 @@ def build_gateway(launch: Launch, store: ManifestStore | None, seed: Seed | None
             client_info={"name": "lazymcp-gateway", "version": __version__},
             seed=seed,
             first_list_wait=launch.first_list_wait,
+            grant=grant,
+            principal=principal,
+            limiter=limiter,
+            observe=observe.watching(),
         )
     except ConfigError as exc:
         raise ConfigError(f"{config.source}: {exc.message}") from None
@@ -151,6 +176,43 @@ async def refresh(launch: Launch) -> int:
         else:
             say("gateway", f"server {server.name!r}: {len(server.tools or ())} tools", logging.INFO)
     return 1 if failed else 0
+
+
+def metrics_of(launch: Launch, http: tuple[str, int] | None) -> Metrics | None:
+    """The metrics, watching from now on: served apart at ``--metrics``, or at ``/metrics`` beside an HTTP
+    front's ``/mcp``; None for a stdio gateway without ``--metrics``.
+
+    Raises:
+        ConfigError: the ``--metrics`` address cannot be listened on.
+    """
+    if launch.metrics is None and http is None:
+        return None
+    from lazymcp.run.metrics import Metrics, serve_apart
+
+    metrics = Metrics()
+    if launch.metrics is not None:
+        serve_apart(metrics, launch.metrics)
+    observe.watch(metrics)
+    return metrics
+
+
+def limiter_of(launch: Launch) -> Limiter | None:
+    """The rate limits of ``--rate-limit`` and the servers' ``rateLimit``, counted in this process; None
+    when there are none (a call then costs no counting at all)."""
+    servers = tuple((entry.name, entry.rate_limit) for entry in launch.config.enabled if entry.rate_limit)
+    if launch.rate_limit is None and not servers:
+        return None
+    return Limiter(MemoryCounter(), launch.rate_limit, servers)
+
+
+def known_tools(gateway: Gateway) -> dict[str, list[str] | None]:
+    """Each server's gateway tool names as known now; None for a server not listed yet."""
+    tools: dict[str, list[str] | None] = {s.name: None if s.tools is None else [] for s in gateway.servers}
+    for name, (server, _) in gateway.names.owners.items():
+        listed = tools.get(server)
+        if listed is not None:
+            listed.append(name)
+    return tools
 
 
 def plural(count: int, noun: str) -> str:
@@ -209,6 +271,11 @@ def run_gateway(
     launch = Launch(config, options, **choices)
     if launch.refresh:
         return asyncio.run(refresh(launch))
+    if launch.audit:
+        observe.watch(observe.AUDIT)
+    metrics = metrics_of(launch, http)
+    if traces.asked():
+        observe.watch(traces.Traces())
     peers = None
     if cluster is not None and http is not None:  # the Redis client is loaded only for --redis
         from lazymcp.run.cluster import Cluster
@@ -223,16 +290,28 @@ def run_gateway(
     else:
         store = ManifestStore(cache_dir())
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
+    policy = config.access
+    if policy is not None:  # a pattern naming no server or no tool stops it too
+        check_policy(policy, known_tools(first), config.separator, config.source)
+        known = access.principal_names() if access is not None else None
+        unknown = [name for name in policy.token_names() if known is not None and name not in known]
+        if unknown:  # perhaps a token not issued yet; perhaps a typo
+            say(
+                "gateway",
+                f"{config.source}: 'lazymcp.access' names {', '.join(map(repr, unknown))}, no token of the token file",
+            )
+    limiter = limiter_of(launch)
     LOGGER.info(start_line(first, config.source, http, launch.eager, access))
     if http is not None:
         from lazymcp.run.http_front import HttpFront, serve_front
 
-        seed = first.seed
+        seeds: dict[Grant | None, Seed | None] = {None: first.seed}
 
-        def session_core() -> Gateway:
-            nonlocal seed
-            core = build_gateway(launch, store, seed)  # each session its own, over one catalog while it lasts
-            seed = core.seed
+        def session_core(principal: Principal) -> Gateway:
+            grant = None if policy is None else policy.grant(principal)
+            # each session its own core, over one catalog for each grant while its manifests last
+            core = build_gateway(launch, store, seeds.get(grant), grant, principal=principal, limiter=limiter)
+            seeds[grant] = core.seed
             return core
 
         front = HttpFront(
@@ -247,5 +326,14 @@ def run_gateway(
             name="gateway",
             cluster=peers,
         )
-        return serve_front(front, http)
+        routes: list[BaseRoute] = []
+        if metrics is not None:
+            metrics.count_sessions(lambda: len(front.sessions) + len(front.moderns))
+            if launch.metrics is None:
+                from lazymcp.run.metrics import metrics_route
+
+                routes.append(metrics_route(metrics, front))
+        return serve_front(front, http, routes)
+    if policy is not None or limiter is not None:  # a stdio client shows no credentials: it is anonymous
+        first = build_gateway(launch, store, first.seed, policy and policy.grant(ANONYMOUS), limiter=limiter)
     return asyncio.run(run_stdio(first, store=store, eager=launch.eager))

@@ -6,7 +6,9 @@ every front: the proxy's and the gateway's, and ``serve --http``'s, whose SDK ap
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from typing import cast
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -14,20 +16,57 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lazymcp import jsonrpc
+from lazymcp.access import PRINCIPAL_KEY
 from lazymcp.addresses import LOOPBACK, is_loopback
 from lazymcp.errors import ErrorCode
+from lazymcp.policy import ANONYMOUS, Principal
 
 
-def principal_of(request: Request) -> object:
-    """Who a request comes from, when its front authenticates principals (OAuth): the token's client,
-    issuer and subject; None otherwise (everyone is one principal)."""
+def principal_of(request: Request) -> Principal:
+    """Who a request comes from (``lazymcp.policy.Principal``): the name of the bearer token it carried,
+    or the client, issuer, subject, scopes and claims of its OAuth token; ``ANONYMOUS`` when its front
+    checks no credentials. Read after the front's ``Access.check`` let it in."""
+    name = request.scope.get(PRINCIPAL_KEY)
+    if isinstance(name, str):
+        return Principal(name=name)
     user = request.scope.get("user")
     token = getattr(user, "access_token", None)
     if token is None:
-        return None
+        return ANONYMOUS
     from mcp.server.auth.provider import principal_components
 
-    return principal_components(token)
+    client, issuer, subject = principal_components(token)
+    claims = cast(dict[str, object], getattr(token, "claims", None) or {})
+    scopes = frozenset(cast(list[str], getattr(token, "scopes", None) or []))
+    return Principal(client=client or None, issuer=issuer, subject=subject, scopes=scopes, claims=claims)
+
+
+def retry_after(answer: jsonrpc.Frame) -> str | None:
+    """The ``Retry-After`` of an answer refusing a call for a rate limit (``ErrorCode.RATE_LIMITED``, whose
+    ``data.retryAfter`` says in how many seconds); None for any other answer."""
+    error = answer.message.get("error")
+    if not isinstance(error, dict) or cast(dict[str, object], error).get("code") != ErrorCode.RATE_LIMITED:
+        return None
+    seconds = jsonrpc.field(cast(dict[str, object], error).get("data"), "retryAfter")
+    return str(seconds) if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0 else "1"
+
+
+TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
+
+
+def with_trace_context(frame: jsonrpc.Frame, traceparent: str | None) -> jsonrpc.Frame:
+    """A request with the W3C trace context of its ``traceparent`` header in ``params._meta.traceparent``,
+    where servers and traces read it, unless it names one there already; else the frame as it came."""
+    if traceparent is None or "method" not in frame.message or "id" not in frame.message:
+        return frame
+    params = frame.message.get("params")
+    if params is not None and not isinstance(params, dict):
+        return frame
+    meta = jsonrpc.params_meta(frame.message)
+    if "traceparent" in meta or not TRACEPARENT.fullmatch(traceparent.strip()):
+        return frame
+    members = cast(dict[str, object], params or {})
+    return frame.changed(params={**members, "_meta": {**meta, "traceparent": traceparent.strip()}})
 
 
 async def disconnected(request: Request) -> None:

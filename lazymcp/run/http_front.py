@@ -41,6 +41,7 @@ from lazymcp.core.actions import Core
 from lazymcp.errors import ErrorCode
 from lazymcp.jsonrpc import Frame
 from lazymcp.limits import DropOldest, Limits, fix_mmap_threshold
+from lazymcp.run import observe
 from lazymcp.run.driver import Driver
 from lazymcp.run.health import health_routes
 from lazymcp.run.http_checks import (
@@ -51,11 +52,14 @@ from lazymcp.run.http_checks import (
     principal_of,
     read_body,
     refuse_non_json,
+    retry_after,
+    with_trace_context,
 )
 from lazymcp.run.http_sessions import HttpSession, busy, event_stream
 
 if TYPE_CHECKING:
     from lazymcp.access import Access
+    from lazymcp.policy import Principal
     from lazymcp.run.cluster import Cluster
     from lazymcp.run.manifests import ManifestStore
 
@@ -69,11 +73,12 @@ ANSWER_GRACE = 5.0
 
 
 class HttpFront:
-    """The ``/mcp`` endpoint in front of the sessions: each a ``Driver`` over a core ``make_core`` builds."""
+    """The ``/mcp`` endpoint in front of the sessions: each a ``Driver`` over a core ``make_core`` builds for
+    the principal that opens it (``lazymcp.policy.Principal``)."""
 
     def __init__(
         self,
-        make_core: Callable[[], Core],
+        make_core: Callable[[Principal], Core],
         limits: Limits,
         host: str,
         *,
@@ -187,14 +192,16 @@ class HttpFront:
         self._reap_later(table.pop(oldest), f"the {self.name} needed its place for a new session")
         return True
 
-    async def _open(self, *, remap_ids: bool) -> HttpSession | Response:
+    async def _open(self, principal: Principal, *, remap_ids: bool) -> HttpSession | Response:
         if not self._make_room():
             limit = self.limits.max_sessions
             return error_response(
                 None, 503, f"Too many sessions: the {self.name} serves at most {limit} busy ones (--max-sessions)"
             )
         side = HttpSession(
-            lambda sink: Driver(self.make_core(), sink, store=self.store), remap_ids=remap_ids, limits=self.limits
+            lambda sink: Driver(self.make_core(principal), sink, store=self.store),
+            remap_ids=remap_ids,
+            limits=self.limits,
         )
         try:
             await side.driver.start(self.eager)
@@ -251,6 +258,8 @@ class HttpFront:
         invalid = malformed(message)
         if invalid is not None:
             return error_response(None, 400, f"Invalid request: {invalid}")
+        frame = with_trace_context(frame, request.headers.get("traceparent"))
+        message = frame.message
         method = message.get("method")
         modern = request.headers.get(PROTOCOL_HEADER) in MODERN_VERSIONS
         headers: dict[str, str] = {}
@@ -259,13 +268,13 @@ class HttpFront:
             async with self._modern_lock:
                 side = self.moderns.get(principal)
                 if side is None or side.driver.done.done():
-                    opened = await self._open(remap_ids=True)
+                    opened = await self._open(principal, remap_ids=True)
                     if isinstance(opened, Response):
                         return opened
                     side = self.moderns[principal] = opened
                     side.principal = principal
         elif method == "initialize":
-            opened = await self._open(remap_ids=False)
+            opened = await self._open(principal, remap_ids=False)
             if isinstance(opened, Response):
                 return opened
             side = new_session(self.sessions, opened, headers)
@@ -344,6 +353,10 @@ class HttpFront:
         body = jsonrpc.line_of(answer)
         if body is None:
             body = jsonrpc.encode(jsonrpc.error_message(original, ErrorCode.INTERNAL_ERROR, "Internal error"))
+        observe.requested(method, "error" if "error" in answer.message else "ok")
+        retry = retry_after(answer)
+        if retry is not None:  # a rate limit: the error, with the status and header HTTP clients know
+            return Response(body, 429, {**headers, "Retry-After": retry}, media_type="application/json")
         return Response(body, media_type="application/json", headers=headers)
 
 

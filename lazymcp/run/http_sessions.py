@@ -40,7 +40,8 @@ class HttpSession:
         self.listens: dict[object, DropOldest[Frame]] = {}
         self.last_seen = asyncio.get_running_loop().time()
         self.principal: object = None
-        """Who opened it (an OAuth token's client, issuer and subject); only they may use it."""
+        """Who opened it (``lazymcp.policy.Principal``: a bearer token's name, or an OAuth token's client,
+        issuer, subject and scopes); only they may use it."""
         self.streams = 0
         """Event streams open on this session (GET, listen): a session with one is busy."""
         self._ids = itertools.count(1)

@@ -7,16 +7,13 @@ fetched.
 A manifest that cannot be used counts as absent, and the server is listed afresh: only a regular file
 of at most ``MAX_MANIFEST`` bytes is read (a FIFO, a device or a link is not). The directory is made
 private (0700), and a manifest is written to a new file, created without following links, then
-renamed into place, so nothing planted in the directory can redirect the write.
+renamed into place, so nothing planted in the directory can redirect the write (``lazymcp.files``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import stat
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +23,7 @@ from typing import Any, cast
 import orjson
 
 from lazymcp import jsonrpc
+from lazymcp.files import read_private, write_private
 from lazymcp.manifest import Listed, Manifest
 from lazymcp.messages import Tool
 from lazymcp.packed import Packed
@@ -78,7 +76,7 @@ class ManifestStore:
 
     def load(self, identity: Sequence[Any]) -> Manifest | None:
         """The manifest of a server, or None when there is none (or it cannot be read)."""
-        raw = _read(self.path(identity))
+        raw = read_private(self.path(identity), MAX_MANIFEST)
         if raw is None:
             return None
         try:
@@ -116,47 +114,15 @@ class ManifestStore:
         now = time.time()
         kept = {m: v if isinstance(v, Listed) else Listed(v, now) for m, v in (lists or {}).items()}
         manifest = Manifest(tools if isinstance(tools, Packed) else tuple(tools), now, version, kept)
-        path = self.path(identity)
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         record = {"format": FORMAT, "fetched": manifest.fetched, "version": version, "tools": list(tools)}
         written = {m: {"entries": v.entries, "fetched": v.fetched} for m, v in kept.items()}
         blob = orjson.dumps({**record, "lists": written})
-        self._write(path, blob)
+        path = self.path(identity)
+        write_private(path, blob)
         if self.on_saved is not None:
             self.on_saved(path.stem, blob)
         return manifest
 
     def put(self, identity: Sequence[Any], blob: bytes) -> None:
         """Store a manifest's bytes as another store wrote them (read back with ``load``, which checks them)."""
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._write(self.path(identity), blob)
-
-    def _write(self, path: Path, blob: bytes) -> None:
-        # A new file of a random name, created exclusively and without following a link (mode 0600).
-        descriptor, partial = tempfile.mkstemp(dir=self.directory, prefix=f".{path.stem}.", suffix=".tmp")
-        try:
-            with os.fdopen(descriptor, "wb") as out:
-                out.write(blob)
-            os.replace(partial, path)  # replaces a link at ``path`` itself, never what it points to
-        except BaseException:
-            Path(partial).unlink(missing_ok=True)
-            raise
-
-
-def _read(path: Path) -> bytes | None:
-    """A manifest file's bytes: None unless it is a regular file (no link, FIFO or device) of at most
-    ``MAX_MANIFEST`` bytes that can be read."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        descriptor = os.open(path, flags)
-    except OSError:
-        return None
-    with os.fdopen(descriptor, "rb") as file:
-        try:
-            status = os.fstat(descriptor)
-            if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_MANIFEST:
-                return None
-            raw = file.read(MAX_MANIFEST + 1)
-        except OSError:
-            return None
-    return raw if len(raw) <= MAX_MANIFEST else None
+        write_private(self.path(identity), blob)

@@ -68,7 +68,7 @@ def run_proxy(
     if warning is not None:
         say("proxy", warning)
     front = HttpFront(
-        lambda: proxy_core(upstream, options, limits),
+        lambda _principal: proxy_core(upstream, options, limits),
         limits,
         host,
         allow_hosts=allow_hosts,

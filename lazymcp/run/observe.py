@@ -1,0 +1,106 @@
+"""What the operator sees of what the gateway does: the audit line, and the metrics.
+
+The run layer tells this module what happened (``called``: a core's ``Called`` action, a ``tools/call``
+answered; ``requested``: an HTTP front answered a request; ``server_started``, ``server_failed``), and
+it passes each to every ``Watcher`` that ``watch`` added. With none watching, the cores are told not to
+report calls (``watching()``), so an unwatched gateway does no work for this on its call path.
+
+The audit line (``Audit``), on stderr when ``--log-level info`` (or ``debug``) is asked for, by the flag
+or ``LAZYMCP_LOG_LEVEL`` (not by default, so a gateway that is not asked does no work for it): one JSON
+object a call,
+``{"audit": "call", "principal", "server", "tool", "outcome", "ms"}``, never arguments or results. The
+metrics are ``lazymcp.run.metrics``'s.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from lazymcp.core.actions import Called
+from lazymcp.notices import LOGGER
+
+
+class Watcher:
+    """Sees what the gateway does; each method's default ignores it."""
+
+    def called(self, call: Called) -> None:
+        """A ``tools/call`` was answered."""
+
+    def requested(self, method: str, outcome: str) -> None:
+        """An HTTP front answered a client request (``outcome``: ``ok`` or ``error``)."""
+
+    def server_started(self, server: str) -> None:
+        """A server's process or connection is being started."""
+
+    def server_failed(self, server: str) -> None:
+        """A server failed (it is stopped, and started again on a later call)."""
+
+
+_WATCHERS: list[Watcher] = []
+
+
+def watch(watcher: Watcher) -> None:
+    """Have ``watcher`` see what happens from now on."""
+    if watcher not in _WATCHERS:
+        _WATCHERS.append(watcher)
+
+
+def unwatch(watcher: Watcher) -> None:
+    if watcher in _WATCHERS:
+        _WATCHERS.remove(watcher)
+
+
+def watching() -> bool:
+    """Does anything watch (else the cores need not report calls)?"""
+    return bool(_WATCHERS)
+
+
+def _each(report: str, *args: object) -> None:
+    for watcher in _WATCHERS:
+        try:
+            getattr(watcher, report)(*args)
+        except Exception as exc:  # a failing watcher costs its own report, never the request
+            LOGGER.warning(f"lazymcp gateway: a report failed: {exc!r}")
+
+
+def called(call: Called) -> None:
+    _each("called", call)
+
+
+def requested(method: str, outcome: str) -> None:
+    if _WATCHERS:
+        _each("requested", method, outcome)
+
+
+def server_started(server: str) -> None:
+    if _WATCHERS:
+        _each("server_started", server)
+
+
+def server_failed(server: str) -> None:
+    if _WATCHERS:
+        _each("server_failed", server)
+
+
+def audit_line(call: Called) -> str:
+    """The audit line of one call."""
+    return orjson.dumps(
+        {
+            "audit": "call",
+            "principal": call.principal,
+            "server": call.server,
+            "tool": call.tool,
+            "outcome": call.outcome,
+            "ms": round(call.seconds * 1000, 3),
+        }
+    ).decode()
+
+
+class Audit(Watcher):
+    """Writes each call's audit line on stderr (at ``info``)."""
+
+    def called(self, call: Called) -> None:
+        LOGGER.info(audit_line(call))
+
+
+AUDIT = Audit()

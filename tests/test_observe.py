@@ -1,0 +1,204 @@
+"""What the operator sees of the calls: one audit line a call on stderr (real gateway processes, raw
+JSON-RPC peers), never with arguments or results."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from lazymcp.core.actions import Called
+from lazymcp.run.observe import audit_line
+
+from .conftest import SERVERS, accepts, free_port, until
+from .raw import TIMEOUT, gateway, http_gateway, open_session, peer, post, tool_call
+
+PLAIN = [sys.executable, str(SERVERS / "plain_server.py")]  # add, echo, upper
+
+
+def config(tmp_path: Path, **top: Any) -> Path:
+    path = tmp_path / "mcp.json"
+    servers = {"math": {"command": PLAIN[0], "args": PLAIN[1:], "rateLimit": "1/min"}}
+    path.write_text(json.dumps({"mcpServers": servers, "lazymcp": top}))
+    return path
+
+
+async def calls_then_stderr(path: Path, cache: Path, *flags: str) -> str:
+    """Four calls through a stdio gateway, then its stderr once it has ended."""
+    async with gateway(path, cache, "--mode", "proxy", *flags) as peer:
+        with anyio.fail_after(TIMEOUT * 2):
+            await peer.handshake()
+            calls = [
+                tool_call(10, "math__echo", text="the-argument-value"),
+                tool_call(11, "math__nothing"),
+                tool_call(12, "search_tools", query="echo"),
+                tool_call(13, "math__echo", text="again"),
+                tool_call(14, "time__now"),
+            ]
+            for call in calls:
+                await peer.send(call)
+                await peer.answer(call["id"])
+            assert peer.process.stdin is not None
+            await peer.process.stdin.aclose()
+            return await peer.stderr()
+
+
+@pytest.mark.anyio
+async def test_each_call_has_one_audit_line_without_its_arguments_or_result(tmp_path: Path) -> None:
+    path = config(tmp_path, access={"*": {"allow": ["math__*"]}})
+    stderr = await calls_then_stderr(path, tmp_path / "cache", "--log-level", "info")
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith('{"audit"')]
+    assert [(a["server"], a["tool"], a["outcome"]) for a in lines] == [
+        ("math", "echo", "ok"),
+        (None, "math__nothing", "unknown_tool"),
+        (None, "search_tools", "ok"),
+        ("math", "echo", "rate_limited"),  # the server's rateLimit: 1/min
+        (None, "time__now", "denied"),  # the client is told it is unknown
+    ]
+    assert {a["principal"] for a in lines} == {"anonymous"}
+    assert all(set(a) == {"audit", "principal", "server", "tool", "outcome", "ms"} for a in lines)
+    assert lines[0]["ms"] > 0 and lines[1]["ms"] == 0
+    assert "the-argument-value" not in stderr
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("level", [(), ("--log-level", "warning")])
+async def test_there_is_no_audit_line_unless_info_is_asked_for(tmp_path: Path, level: tuple[str, ...]) -> None:
+    stderr = await calls_then_stderr(config(tmp_path), tmp_path / "cache", *level)
+    assert '"audit"' not in stderr
+
+
+def test_an_audit_line_is_one_compact_json_object() -> None:
+    line = audit_line(Called("token:alice", "math", "echo", "ok", 0.0123456))
+    assert line == '{"audit":"call","principal":"token:alice","server":"math","tool":"echo","outcome":"ok","ms":12.346}'
+
+
+# --- metrics ----------------------------------------------------------------------------------------
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of a Prometheus text page, by name and labels (parsed by prometheus_client's parser)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+@pytest.mark.anyio
+async def test_metrics_are_scraped_behind_the_same_token_as_mcp_and_parse(tmp_path: Path) -> None:
+    path = config(tmp_path, access={"alice": {"allow": ["math__*"]}})
+    tokens = tmp_path / "tokens"
+    tokens.write_text("alice: tok-alice-1\n")
+    tokens.chmod(0o600)
+    port, apart = free_port(), free_port()
+    flags = ["--token-file", str(tokens), "--mode", "proxy"]
+    alice = {"Authorization": "Bearer tok-alice-1"}
+    async with http_gateway(path, tmp_path / "cache", port, flags):
+        with anyio.fail_after(TIMEOUT * 2):
+            session = await open_session(port, alice)
+            for number, name in enumerate(["math__echo", "time__now", "made__up", "math__echo"], 10):
+                await post(port, tool_call(number, name, text="hi"), session)
+            async with httpx2.AsyncClient(timeout=TIMEOUT) as client:
+                refused = await client.get(f"http://127.0.0.1:{port}/metrics")
+                page = await client.get(f"http://127.0.0.1:{port}/metrics", headers=alice)
+    async with http_gateway(path, tmp_path / "cache", free_port(), [*flags, "--metrics", f"127.0.0.1:{apart}"]):
+        with anyio.fail_after(TIMEOUT):
+            await until(lambda: accepts(apart), within=TIMEOUT, what="the metrics address")
+            async with httpx2.AsyncClient(timeout=TIMEOUT) as client:
+                separate = await client.get(f"http://127.0.0.1:{apart}/metrics")
+    assert refused.status_code == 401
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/plain")
+    found = samples(page.text)
+    assert found[("lazymcp_tool_calls_total", (("outcome", "ok"), ("server", "math"), ("tool", "echo")))] == 1
+    assert found[("lazymcp_tool_calls_total", (("outcome", "rate_limited"), ("server", "math"), ("tool", "echo")))] == 1
+    assert found[("lazymcp_tool_calls_total", (("outcome", "denied"), ("server", ""), ("tool", "")))] == 2
+    assert found[("lazymcp_denied_total", ())] == 2 and found[("lazymcp_rate_limited_total", ())] == 1
+    assert found[("lazymcp_tool_call_seconds_count", (("server", "math"),))] == 1
+    assert found[("lazymcp_requests_total", (("method", "tools/call"), ("outcome", "ok")))] == 1
+    assert found[("lazymcp_requests_total", (("method", "tools/call"), ("outcome", "error")))] == 3
+    assert found[("lazymcp_server_starts_total", (("server", "math"),))] >= 1
+    assert found[("lazymcp_sessions", ())] == 1
+    assert found[("lazymcp_forwarded_total", ())] == 0
+    assert separate.status_code == 200 and "lazymcp_sessions 0.0" in separate.text
+
+
+def test_the_page_escapes_label_values_and_its_histogram_is_cumulative() -> None:
+    from lazymcp.run.metrics import Metrics
+
+    metrics = Metrics()
+    odd = 'a "quoted"\\path\nline'
+    metrics.server_started(odd)
+    for seconds in (0.001, 0.2, 0.2, 30.0):
+        metrics.called(Called("anonymous", "math", "echo", "ok", seconds))
+    metrics.called(Called("anonymous", None, "made-up-" + "x" * 50, "unknown_tool"))
+    found = samples(metrics.text().decode())
+    assert found[("lazymcp_server_starts_total", (("server", odd),))] == 1
+    buckets = {dict(labels)["le"]: value for (name, labels), value in found.items() if name.endswith("_bucket")}
+    assert (buckets["0.005"], buckets["0.25"], buckets["10.0"], buckets["+Inf"]) == (1, 3, 3, 4)
+    assert found[("lazymcp_tool_call_seconds_count", (("server", "math"),))] == 4
+    assert found[("lazymcp_tool_call_seconds_sum", (("server", "math"),))] == pytest.approx(30.401)
+    assert found[("lazymcp_tool_calls_total", (("outcome", "unknown_tool"), ("server", ""), ("tool", "")))] == 1
+
+
+# --- traces -----------------------------------------------------------------------------------------
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT_ID = "00f067aa0ba902b7"
+
+
+@pytest.mark.anyio
+async def test_each_call_is_a_span_under_the_trace_context_it_came_with(tmp_path: Path) -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="traces need opentelemetry-sdk (lazymcp[otel])")
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config(tmp_path)), "--mode", "proxy"]
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "gw"}
+    traced = tool_call(10, "math__echo", text="the-argument-value")
+    traced["params"]["_meta"] = {"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01"}
+    async with peer(command, env=env) as gateway_peer:
+        with anyio.fail_after(TIMEOUT * 2):
+            await gateway_peer.handshake()
+            for call in (traced, tool_call(11, "math__nothing")):
+                await gateway_peer.send(call)
+                await gateway_peer.answer(call["id"])
+            assert gateway_peer.process.stdin is not None
+            await gateway_peer.process.stdin.aclose()
+            stderr = await gateway_peer.stderr()
+    spans = [json.loads(line) for line in stderr.splitlines() if line.startswith('{"name"')]
+    assert [span["name"] for span in spans] == ["tools/call echo", "tools/call math__nothing"]
+    first, second = spans
+    assert first["context"]["trace_id"] == f"0x{TRACE_ID}" and first["parent_id"] == f"0x{PARENT_ID}"
+    assert first["attributes"]["mcp.method.name"] == "tools/call"
+    assert first["attributes"]["gen_ai.tool.name"] == "echo"
+    assert (first["attributes"]["lazymcp.server"], first["attributes"]["lazymcp.outcome"]) == ("math", "ok")
+    assert first["status"]["status_code"] == "UNSET" and second["status"]["status_code"] == "ERROR"
+    assert second["parent_id"] is None and second["context"]["trace_id"] != f"0x{TRACE_ID}"
+    assert first["resource"]["attributes"]["service.name"] == "gw"
+    assert "the-argument-value" not in stderr
+
+
+@pytest.mark.anyio
+async def test_over_http_the_traceparent_header_is_the_calls_trace_context(tmp_path: Path) -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="traces need opentelemetry-sdk (lazymcp[otel])")
+    port = free_port()
+    env = {"OTEL_TRACES_EXPORTER": "console"}
+    header = {"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01"}
+    said = b""
+    async with http_gateway(config(tmp_path), tmp_path / "cache", port, ["--mode", "proxy"], env) as process:
+        assert process.stderr is not None
+        with anyio.fail_after(TIMEOUT * 2):
+            session = await open_session(port)
+            status, answer = await post(port, tool_call(10, "math__echo", text="hi"), {**session, **header})
+            while b'"name": "tools/call echo"' not in said and b'{"name":"tools/call echo"' not in said:
+                said += await process.stderr.receive()
+            while not said.endswith(b"\n"):
+                said += await process.stderr.receive()
+    assert status == 200 and answer is not None and "result" in answer
+    [span] = [json.loads(row) for row in said.decode().splitlines() if row.startswith('{"name"')]
+    assert span["context"]["trace_id"] == f"0x{TRACE_ID}" and span["parent_id"] == f"0x{PARENT_ID}"
