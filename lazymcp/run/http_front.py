@@ -21,6 +21,10 @@ A session whose upstream failed is closed and its process reaped at once; one id
 ``IDLE_SECONDS`` is ended. Host and Origin are checked by every front's one rule (``http_checks.Guard``:
 DNS-rebinding and cross-site protection); a POST must be ``application/json``, since a web page can send
 a ``text/plain`` POST without a CORS preflight.
+
+Beside ``/mcp``: ``/healthz`` and ``/readyz`` for a load balancer (``lazymcp.run.health``); with a
+``Cluster`` (``--redis``), a request of a session another instance owns is answered by that owner
+(``lazymcp.run.cluster``).
 """
 
 from __future__ import annotations
