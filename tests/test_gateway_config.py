@@ -49,7 +49,32 @@ def test_unknown_keys_are_ignored_with_a_warning() -> None:
         ),
         (
             {"mcpServers": {"a": {"command": "x", "env": {"K": "${NOPE}"}}}},
-            "f.json: server 'a', field 'env': environment variable 'NOPE' is not set",
+            "f.json: server 'a', field 'env': environment variable 'NOPE' is not set; set it, or give a default as "
+            "${NOPE:-default}",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "args": ["${input:memfile}"]}}},
+            "f.json: server 'a', field 'args': ${input:memfile} is asked of the user by VS Code; set the environment "
+            "variable LAZYMCP_INPUT_MEMFILE to give it to the gateway",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "args": ["${config:editor.tabSize}"]}}},
+            "f.json: server 'a', field 'args': ${config:editor.tabSize} is not a variable lazymcp can expand; "
+            "expected ${VAR}, ${VAR:-default}, ${env:VAR}, ${input:ID}, ${userHome}, ${workspaceFolder}",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "env": {"K": "${HOME"}}}},
+            "f.json: server 'a', field 'env': '${HOME' opens a variable that does not close; "
+            "expected ${VAR}, ${VAR:-default}, ${env:VAR}, ${input:ID}, ${userHome}, ${workspaceFolder}",
+        ),
+        (
+            {"mcpServers": {"a": {"url": "${BASE}/mcp"}}},
+            "f.json: server 'a', field 'url': environment variable 'BASE' is not set; set it, or give a default as "
+            "${BASE:-default}",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "npx", "agrs": ["-y", "server"]}}},
+            "f.json: server 'a': unknown field 'agrs'; did you mean 'args'?",
         ),
         (
             {"mcpServers": {"a": {"url": "ftp://x"}}},
