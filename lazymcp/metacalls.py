@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from lazymcp.arguments import check_arguments
+from lazymcp.arguments import check_arguments, without_nulls
 from lazymcp.catalog import Catalog
 from lazymcp.metatools import (
     DESCRIBE_TOOLS,
@@ -111,6 +111,14 @@ def check_call(catalog: Catalog, name: str, arguments: object, *, always: bool =
     return check_arguments(name, catalog.validator(name), arguments)
 
 
+def absent_nulls(catalog: Catalog, name: str, arguments: object, *, always: bool = False) -> object:
+    """A call's arguments with each ``null`` that stands for an absent property taken out (the same
+    object when there is none): before the check and before the call is forwarded. ``always``: a
+    meta-tool's call, whose optional parameters all take ``null`` as absent."""
+    cleaned = without_nulls(catalog.validator(name), arguments, always=always)
+    return arguments if cleaned is None else cleaned
+
+
 def core_names(catalog: Catalog) -> frozenset[str]:
     """The core (or always-available) tools: ``core_tools`` entries naming a tool, or a category's tools."""
 
@@ -182,6 +190,7 @@ def invoke_tool(catalog: Catalog, args: Mapping[str, Any], session: DynamicSessi
     if catalog.get(name) is None:
         close = suggest(name, catalog.name_index())
         return error("unknown_tool", f"No tool {name!r}; find tools with search_tools.", name=name, suggestions=close)
+    arguments = cast(dict[str, Any], absent_nulls(catalog, name, arguments))
     refused = check_call(catalog, name, arguments, always=True)
     if refused is not None:
         return Answer(refused)

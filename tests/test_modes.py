@@ -235,6 +235,74 @@ def test_invoke_tool_on_an_unknown_name_suggests_the_closest() -> None:
     assert payload(refused)["suggestions"][0] == "notes_add"
 
 
+LISTED = tool(
+    "issues_list",
+    "List issues, of a team or of all.",
+    inputSchema={
+        "type": "object",
+        "properties": {
+            "team_id": {"type": "string"},
+            "label": {"type": ["string", "null"]},
+            "state": {"anyOf": [{"enum": ["open", "closed"]}, {"type": "null"}]},
+            "limit": {"type": "integer", "minimum": 1},
+            "query": {"type": "string"},
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+)
+
+
+def test_a_null_for_an_optional_property_that_does_not_take_null_is_taken_as_absent() -> None:
+    """As frameworks that build an argument model send it: ``null`` for every parameter not given."""
+    nulls = {"team_id": None, "label": None, "state": None, "limit": None, "query": "bugs"}
+    for mode in ("describe", "eager", "proxy"):
+        listed = Catalog.build([*TOOLS, LISTED], Options(mode=mode))
+        run = call_tool(listed, {"name": "issues_list", "arguments": nulls}, session=None)
+        assert run == Run("issues_list", {"label": None, "state": None, "query": "bugs"})
+    invoked = call_tool(
+        Catalog.build([*TOOLS, LISTED], Options(mode="proxy")),
+        {"name": "invoke_tool", "arguments": {"name": "issues_list", "arguments": nulls}},
+        session=None,
+    )
+    assert invoked == Run("issues_list", {"label": None, "state": None, "query": "bugs"})
+    unchanged = {"query": "bugs", "limit": 5}
+    assert (
+        call_tool(Catalog.build([*TOOLS, LISTED]), {"name": "issues_list", "arguments": unchanged}, session=None)
+        is None
+    )
+    refused = answered(
+        call_tool(Catalog.build([*TOOLS, LISTED]), {"name": "issues_list", "arguments": {"query": None}}, session=None)
+    )
+    assert refused["isError"] is True  # a required property's null is the model's mistake, to be told
+
+
+def test_meta_tools_take_null_for_their_optional_parameters_and_say_so() -> None:
+    proxy = catalog(mode="proxy")
+    found = call_tool(
+        proxy,
+        {"name": "search_tools", "arguments": {"query": "weather", "limit": None, "category": None}},
+        session=None,
+    )
+    assert [entry["name"] for entry in payload(answered(found))["tools"]][:2] == ["weather_forecast", "weather_alerts"]
+    run = call_tool(
+        proxy, {"name": "invoke_tool", "arguments": {"name": "notes_find", "arguments": None}}, session=None
+    )
+    assert answered(run)["isError"] is True  # notes_find needs its word: checked as {} (absent), not as null
+    session = Session()
+    listed = call_tool(
+        catalog(mode="dynamic"),
+        {"name": "manage_tools", "arguments": {"action": "list", "names": None, "offset": None, "limit": None}},
+        session=session,
+    )
+    assert payload(answered(listed))["total"] == len(TOOLS)
+    for meta in REGISTRY:
+        schema = meta.define(meta.name, Options(), "proxy")["inputSchema"]
+        for key, node in schema["properties"].items():
+            if key not in schema.get("required", []):
+                assert "null" in node["type"] and node["nullable"] is True, (meta.name, key)
+
+
 def test_list_tool_categories_counts_each_categorys_tools() -> None:
     result = answered(call_tool(catalog(mode="proxy"), {"name": "list_tool_categories"}, session=None))
     assert payload(result) == {
