@@ -111,6 +111,26 @@ def check_call(catalog: Catalog, name: str, arguments: object, *, always: bool =
     return check_arguments(name, catalog.validator(name), arguments)
 
 
+def arguments_dropped(catalog: Catalog, name: str, arguments: object, refused: dict[str, Any]) -> dict[str, Any]:
+    """The refusal of a listed stub's call that came without any argument, its tool requiring some: a
+    client that builds its argument model from the listed schema (empty for a stub) drops every argument
+    the model gave, so the refusal says so and how to call through ``invoke_tool`` (when it may be called)."""
+    tool = catalog.get(name)
+    schema = None if tool is None else tool.get("inputSchema")
+    required = cast(dict[str, Any], schema).get("required") if isinstance(schema, dict) else None
+    if arguments or not required or INVOKE_TOOL not in catalog.options.stock_meta_tools:
+        return refused
+    invoke = catalog.meta_names[INVOKE_TOOL]
+    needed = ", ".join(str(key) for key in cast(list[object], required))
+    hint = (
+        f"No arguments reached {name!r}, which requires {needed}. If you gave them, your client probably dropped "
+        "them: the tool list shows this tool without its parameters. Call it through "
+        f'{invoke} instead: {{"name": "{name}", "arguments": {{...}}}}, the arguments as the schema below says.'
+    )
+    block = refused["content"][0]
+    return {**refused, "content": [{**block, "text": f"{hint}\n{block['text']}"}, *refused["content"][1:]]}
+
+
 def absent_nulls(catalog: Catalog, name: str, arguments: object, *, always: bool = False) -> object:
     """A call's arguments with each ``null`` that stands for an absent property taken out (the same
     object when there is none): before the check and before the call is forwarded. ``always``: a

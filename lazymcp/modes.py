@@ -40,6 +40,7 @@ from lazymcp.metacalls import (
     Outcome,
     Run,
     absent_nulls,
+    arguments_dropped,
     check_call,
     core_names,
 )
@@ -137,7 +138,7 @@ def call(catalog: Catalog, name: str, arguments: object, session: DynamicSession
         given, arguments = arguments, absent_nulls(catalog, name, arguments)
         refused = check_call(catalog, name, arguments)
         if refused is not None:
-            return Answer(refused)
+            return Answer(arguments_dropped(catalog, name, arguments, refused) if mode == "describe" else refused)
         if mode == "dynamic" and session is not None:
             session.touch(name)
         return Forward() if arguments is given else Run(name, cast(dict[str, Any], arguments))

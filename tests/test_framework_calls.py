@@ -35,7 +35,7 @@ def text(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
-@pytest.mark.parametrize("mode", ["describe", "proxy"])
+@pytest.mark.parametrize("mode", ["describe", "eager", "proxy"])
 async def test_a_null_for_an_optional_parameter_reaches_the_server_as_absent(tmp_path: Path, mode: str) -> None:
     with anyio.fail_after(TIMEOUT):
         async with Client(gateway(tmp_path, "--mode", mode), mode="legacy") as client:
@@ -50,3 +50,15 @@ async def test_a_null_for_an_optional_parameter_reaches_the_server_as_absent(tmp
     assert (direct.is_error, text(direct)) == (False, "abab")
     assert (invoked.is_error, text(invoked)) == (False, "cdcd")
     assert not found.is_error and "s__repeat" in text(found)
+
+
+async def test_a_stub_called_without_arguments_points_to_invoke_tool_which_runs_it(tmp_path: Path) -> None:
+    """What mcp-use, autogen-ext's ``mcp_server_tools`` and smolagents' ``ToolCallingAgent`` do with a stub."""
+    with anyio.fail_after(TIMEOUT):
+        async with Client(gateway(tmp_path), mode="legacy") as client:
+            listing = await client.list_tools()
+            dropped = await client.call_tool("s__repeat", {})
+            invoked = await client.call_tool("invoke_tool", {"name": "s__repeat", "arguments": {"text": "ab"}})
+    assert [tool.name for tool in listing.tools][:3] == ["describe_tools", "search_tools", "invoke_tool"]
+    assert dropped.is_error and "client probably dropped them" in text(dropped) and "invoke_tool" in text(dropped)
+    assert (invoked.is_error, text(invoked)) == (False, "abab")

@@ -158,14 +158,14 @@ def ran(result: types.CallToolResult) -> dict[str, Any]:
 
 
 EXPECTED = {
-    "describe": ["describe_tools", "search_tools", *NAMES],
+    "describe": ["describe_tools", "search_tools", "invoke_tool", *NAMES],
     "dynamic": ["search_tools", "manage_tools", "echo"],
     "proxy": SURFACE,
     "core": [*SURFACE, "issues_create", "issues_close"],
     "eager": NAMES,
 }
 OPTIONS = {
-    "describe": ["--meta-tools", "search_tools"],
+    "describe": ["--meta-tools", "search_tools,invoke_tool"],
     "dynamic": ["--core-tools", "echo"],
     "proxy": [],
     "core": ["--core-tools", "issues"],
