@@ -157,6 +157,13 @@ def error(kind: str, message: str, **data: Any) -> Answer:
     return Answer(text_result({"error": kind, "message": message, **data}, is_error=True))
 
 
+def unknown_tool(catalog: Catalog, name: str) -> Answer:
+    """A call of a tool the catalog does not have: an ``isError`` result with the closest names, found as
+    ``describe_tools`` finds them (``invoke_tool``'s unknown name, and the gateway's call no server takes)."""
+    close = suggest(name, catalog.name_index())
+    return error("unknown_tool", f"No tool {name!r}; find tools with search_tools.", name=name, suggestions=close)
+
+
 def _unknown_category(catalog: Catalog, category: str) -> Answer:
     close = suggest(category, catalog.categories())
     return error("unknown_category", f"No category {category!r}.", category=category, suggestions=close)
@@ -208,8 +215,7 @@ def invoke_tool(catalog: Catalog, args: Mapping[str, Any], session: DynamicSessi
     name: str = args["name"]
     arguments = cast(dict[str, Any], args.get("arguments") or {})
     if catalog.get(name) is None:
-        close = suggest(name, catalog.name_index())
-        return error("unknown_tool", f"No tool {name!r}; find tools with search_tools.", name=name, suggestions=close)
+        return unknown_tool(catalog, name)
     arguments = cast(dict[str, Any], absent_nulls(catalog, name, arguments))
     refused = check_call(catalog, name, arguments, always=True)
     if refused is not None:

@@ -28,7 +28,7 @@ def test_stats_measures_the_built_in_sample_by_default(capsys: pytest.CaptureFix
     assert report["native"] is True
     assert list(modes) == ["full", "stock", "stubs:name", "stubs:summary", "stubs:description"]
     assert modes["full"]["tools"] == 130
-    assert modes["stock"]["tools"] == 132  # plus describe_tools and search_tools
+    assert modes["stock"]["tools"] == 133  # plus describe_tools, search_tools and invoke_tool
     assert modes["stubs:name"]["tokens"] < modes["stubs:summary"]["tokens"] < modes["full"]["tokens"]
     assert len(report["costliest"]) == 5
 
@@ -105,7 +105,7 @@ def test_stats_shows_the_stock_listing_of_every_mode(capsys: pytest.CaptureFixtu
     report = run_json(capsys, "stats", "--mode", mode, *extra)
     stock = rows(report)["stock"]
     assert report["stock_mode"] == mode
-    expected = {"describe": 132, "dynamic": 2, "proxy": 4, "core": 5, "eager": 130}[mode]
+    expected = {"describe": 133, "dynamic": 2, "proxy": 4, "core": 5, "eager": 130}[mode]
     assert stock["tools"] == expected
 
 
@@ -238,7 +238,7 @@ def test_the_proxy_says_it_is_waiting_for_a_slow_upstream() -> None:
 
     slow = f"sleep 7; exec {sys.executable} -m lazymcp serve --log-level warning"
     answers, err = converse([sys.executable, "-m", "lazymcp", "proxy", "sh", "-c", slow])
-    assert len(answers[1]["result"]["tools"]) == 132
+    assert len(answers[1]["result"]["tools"]) == 133
     notices = err.splitlines()
     waiting = [n for n in notices if "still waiting for the upstream's tool list" in n]
     started = [n for n in notices if n.startswith("lazymcp proxy 0")]

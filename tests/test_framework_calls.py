@@ -12,7 +12,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from .conftest import SERVERS
+from .conftest import ERAS, SERVERS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
 
@@ -62,3 +62,16 @@ async def test_a_stub_called_without_arguments_points_to_invoke_tool_which_runs_
     assert [tool.name for tool in listing.tools][:3] == ["describe_tools", "search_tools", "invoke_tool"]
     assert dropped.is_error and "client probably dropped them" in text(dropped) and "invoke_tool" in text(dropped)
     assert (invoked.is_error, text(invoked)) == (False, "abab")
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_call_of_a_tool_no_server_has_gets_the_closest_names_as_a_result(tmp_path: Path, era: str) -> None:
+    """An SDK client raises on a JSON-RPC error; a result reaches the model, which can pick the right name."""
+    with anyio.fail_after(TIMEOUT):
+        async with Client(gateway(tmp_path), mode=era) as client:
+            result = await client.call_tool("s__repet", {"text": "ab"})
+            invoked = await client.call_tool("invoke_tool", {"name": "repeat", "arguments": {"text": "ab"}})
+    for answer in (result, invoked):
+        said = json.loads(text(answer))
+        assert answer.is_error and said["error"] == "unknown_tool" and said["suggestions"][0] == "s__repeat"
+    assert json.loads(text(result))["name"] == "s__repet"

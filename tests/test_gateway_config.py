@@ -211,7 +211,7 @@ def test_auto_mode_lists_stubs_within_the_budget_and_the_proxy_surface_beyond() 
         assert isinstance(answer, ToClient)
         return [tool["name"] for tool in parse(answer.data)["result"]["tools"]]
 
-    assert len(listed(100_000)) == 2 + 40
+    assert len(listed(100_000)) == 3 + 40
     assert listed(100) == ["list_tool_categories", "search_tools", "describe_tools", "invoke_tool"]
 
 
