@@ -268,3 +268,71 @@ def test_a_taken_http_address_is_one_line(capsys: pytest.CaptureFixture[str], co
         upstream = ["--", "true"] if command == "proxy" else []
         assert main([command, "--http", f"127.0.0.1:{port}", *upstream]) == 2
     assert f"cannot listen on 127.0.0.1:{port}" in one_line_error(capsys)
+
+
+def test_bare_lazymcp_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: lazymcp") and "gateway" in err and "required" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["gateway", "--config", "x.json", "--http", "localhost:99999"], "the port must be 0 to 65535"),
+        (["serve", "--http", "127.0.0.1:70000"], "the port must be 0 to 65535"),
+    ],
+)
+def test_a_port_out_of_range_is_an_argument_error(
+    capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_access_flags_without_http_are_an_error_not_ignored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text('{"mcpServers": {}}')
+    token = tmp_path / "token"
+    token.write_text("s3cret")
+    assert main(["gateway", "--config", str(config), "--token-file", str(token)]) == 2
+    assert (
+        capsys.readouterr().err
+        == "lazymcp: error: --token-file applies to --http only; on stdio the client that starts lazymcp is its user\n"
+    )
+
+
+def test_stats_usage_names_config(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["stats", "--help"])
+    assert capsys.readouterr().out.startswith("usage: lazymcp stats [--catalog FILE | --url URL | --config FILE |")
+
+
+def test_stats_of_a_config_with_a_failing_server_counts_it_nowhere_and_fails(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import SERVERS
+
+    config = tmp_path / "mcp.json"
+    plain = {"command": sys.executable, "args": [str(SERVERS / "plain_server.py")]}
+    config.write_text(json.dumps({"mcpServers": {"plain": plain, "bad": {"command": "false", "agents": 1}}}))
+    done = subprocess.run(
+        [sys.executable, "-m", "lazymcp", "stats", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    table = done.stdout.splitlines()
+    assert [line.split()[0] for line in table[1:3]] == ["plain", "total,"]  # no row for the failed server
+    assert table[-1] == "not listed, so in no figure: bad (why: above, on stderr)"
+    err = done.stderr.splitlines()
+    why = [line for line in err if line.startswith("lazymcp gateway: server 'bad': the upstream server")]
+    assert why and len(set(why)) == len(why), err  # each reason said once, though a refresh asks it twice
+    assert "lazymcp gateway: server 'bad': not listed (why: above)" in err
+    assert f"lazymcp stats: {config}: ignoring unknown server 'bad', field 'agents'" in err

@@ -69,9 +69,15 @@ class Driver:
         self._stops: dict[Connection, asyncio.Event] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._draining: float | None = None  # when the client's input ended: the drain's deadline
+        self.said: set[str] | None = None
+        """When a set: what was reported, each said once (a refresh, which asks a failing server twice)."""
 
     def say(self, text: str) -> None:
         """Report on stderr, named after what runs."""
+        if self.said is not None:
+            if text in self.said:
+                return
+            self.said.add(text)
         say(self.core.command, text)
 
     async def start(self, eager: bool = False) -> None:
