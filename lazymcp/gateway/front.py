@@ -47,6 +47,7 @@ from lazymcp.gateway.merged import DEFAULT_BUDGET, Merged, Seed
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import LISTS, ROUTED, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
+from lazymcp.gateway.progress import StartUp
 from lazymcp.gateway.relay import Relay
 from lazymcp.gateway.servers import Down, Happened, Heard, Servers
 from lazymcp.jsonrpc import Frame, RequestId
@@ -101,6 +102,7 @@ class Gateway:
     relay: Relay = field(init=False)
     handshakes: Handshakes = field(init=False)
     _envelope: Envelope = field(init=False)
+    startup: StartUp = field(init=False, default_factory=StartUp)
 
     def __post_init__(self) -> None:
         self.servers = Servers(
@@ -135,12 +137,14 @@ class Gateway:
     def launch(self, eager: bool = False) -> list[Action]:
         """Start what must run now: servers without a manifest (or a stale one), or all with ``eager``."""
         starting = [s.name for s in self.servers if eager or s.tools is None or s.name in self.stale]
+        self.startup.launched(starting)
         return self._happened([h for name in starting for h in self.servers.start(name)], 0.0)
 
     def started(self, server: str, now: float) -> list[Action]:
         """The server's process runs: the gateway, as its client, opens the handshake (or waits for the
         client's ``initialize``)."""
         handshake = self.handshakes.params(self.session.record.initialize, wait=self.wait_for_client)
+        self.startup.started(now)
         return self._happened(self.servers.started(server, handshake, now), now)
 
     def start_failed(self, server: str, reason: str, now: float) -> list[Action]:
@@ -339,7 +343,10 @@ class Gateway:
             server.tools = previous
             self.merged.rebuild(self.servers.tool_lists())
             return self._happened(self.servers.fail(name, exc.message.removeprefix(f"server {name!r}: "), now), now)
-        actions: list[Action] = [*server.saved()]
+        actions: list[Action] = [
+            *server.saved(),
+            *self.startup.answered(name, len(catalog.tools), len(self.catalog), now),
+        ]
         if self.catalog.version != before and self.session.known:
             method = LIST_CHANGED_TOOLS.message["method"]
             changed = self.session.listeners(method) if self.session.modern else [LIST_CHANGED_TOOLS]
@@ -354,6 +361,7 @@ class Gateway:
         actions: list[Action] = []
         for answer in down.answers:
             actions += self._reply(down.server, answer)
+        actions += self.startup.answered(down.server, None, len(self.catalog), now)
         if self.servers[down.server].tools is None:  # no list to show for it: the others are not kept waiting
             actions += self._release_waiting(now)
         return actions

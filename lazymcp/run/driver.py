@@ -72,13 +72,13 @@ class Driver:
         self.said: set[str] | None = None
         """When a set: what was reported, each said once (a refresh, which asks a failing server twice)."""
 
-    def say(self, text: str) -> None:
+    def say(self, text: str, level: int = logging.WARNING) -> None:
         """Report on stderr, named after what runs."""
         if self.said is not None:
             if text in self.said:
                 return
             self.said.add(text)
-        say(self.core.command, text)
+        say(self.core.command, text, level)
 
     async def start(self, eager: bool = False) -> None:
         """Start the servers the core runs at launch, and wait until each runs or has failed; a failure
@@ -163,7 +163,7 @@ class Driver:
                 self.say(action.reason)
                 self._stop(action.server)
             elif isinstance(action, Say):
-                self.say(action.text)
+                self.say(action.text, action.level)
             elif isinstance(action, Save):
                 self._save(action)
             elif isinstance(action, Ready):
