@@ -15,6 +15,7 @@ from lazymcp.gateway.front import Gateway
 from lazymcp.gateway.namespace import Namespace, check_server_name
 from lazymcp.jsonrpc import notification_line, parse, request_line, result_line
 from lazymcp.manifest import Manifest
+from lazymcp.options import Options
 from lazymcp.packed import Packed
 from lazymcp.run.manifests import ManifestStore
 
@@ -282,3 +283,27 @@ def test_a_manifest_orjson_cannot_write_counts_as_absent(tmp_path: Path) -> None
     path = next(tmp_path.glob("*.json"))
     path.write_text(path.read_text().replace('"name":"t"', '"name":"t","title":"\\ud800"'))
     assert store.load(identity) is None
+
+
+def test_a_dynamic_gateway_answers_a_list_changing_call_after_the_clients_re_list() -> None:
+    from lazymcp.core.relist import RELIST_WAIT
+
+    config = parse_config({"mcpServers": {"a": {"command": "x"}}})
+    tools = tuple(
+        {"name": f"weather_{n}", "description": "Weather.", "inputSchema": {"type": "object"}} for n in range(3)
+    )
+    gateway = Gateway(config.servers, Options(mode="dynamic"), {"a": Manifest(tools, 0.0)}, mode="dynamic")
+    initialized(gateway)
+    search = request_line(2, "tools/call", {"name": "search_tools", "arguments": {"query": "weather"}})
+    [notice] = gateway.from_client(search, 0.0)
+    assert isinstance(notice, ToClient) and parse(notice.data)["method"] == "notifications/tools/list_changed"
+    relist, answer = gateway.from_client(request_line(3, "tools/list"), 0.2)
+    assert isinstance(relist, ToClient) and isinstance(answer, ToClient)
+    assert "a__weather_0" in [tool["name"] for tool in parse(relist.data)["result"]["tools"]]
+    assert parse(answer.data)["id"] == 2
+    [_] = gateway.from_client(search, 1.0)  # nothing new: answered at once
+    disable = {"name": "manage_tools", "arguments": {"action": "disable", "names": ["a__weather_0"]}}
+    [notice] = gateway.from_client(request_line(5, "tools/call", disable), 1.0)
+    assert gateway.owed == 1 and gateway.expire(1.0 + RELIST_WAIT / 2) == []
+    [late] = gateway.expire(1.0 + RELIST_WAIT)  # no re-list came: it goes within the bound
+    assert isinstance(late, ToClient) and parse(late.data)["id"] == 5 and gateway.owed == 0

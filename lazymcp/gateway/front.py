@@ -130,7 +130,7 @@ class Gateway:
     @property
     def owed(self) -> int:
         """Client requests not answered yet."""
-        return len(self.session.waiting) + self.servers.owed
+        return len(self.session.waiting) + self.servers.owed + len(self.session.relist)
 
     # --- start-up -------------------------------------------------------------------------------------
 
@@ -243,8 +243,12 @@ class Gateway:
         except LazyMCPError as exc:
             return [ToClient(_error(request_id, exc.code, exc.message, exc.data))]
         if isinstance(outcome, Answer):
-            answer = ToClient(_result(request_id, outcome.result))
-            return [ToClient(LIST_CHANGED_TOOLS), answer] if outcome.changed else [answer]
+            answer = _result(request_id, outcome.result)
+            if outcome.changed:  # tell the client, and answer once it has listed again (core/relist.py)
+                self.session.relist.hold(answer, now)
+                return [ToClient(LIST_CHANGED_TOOLS)]
+            held = self.session.relist.relisted() if method == "tools/list" else []
+            return [ToClient(answer), *(ToClient(frame) for frame in held)]
         if outcome.server is None:
             text = f"Unknown tool: {outcome.name!r}"
             return [ToClient(_error(request_id, ErrorCode.INVALID_PARAMS, text, {"name": outcome.name}))]
@@ -378,7 +382,7 @@ class Gateway:
 
     def interrupt(self, reason: str, now: float) -> list[Action]:
         """The session ends now: every request still owed an answer gets an error naming ``reason``."""
-        actions: list[Action] = []
+        actions: list[Action] = [ToClient(held) for held in self.session.relist.relisted()]
         for server in self.servers:
             if server.life.running:
                 happened = self.servers.fail(server.name, reason, now)
@@ -392,7 +396,7 @@ class Gateway:
     def expire(self, now: float) -> list[Action]:
         """Fail every server that has left a request unanswered past the timeout; answer the ``tools/*``
         requests that waited ``first_list_wait`` for the first lists without the servers still starting."""
-        actions: list[Action] = []
+        actions: list[Action] = [ToClient(held) for held in self.session.relist.due(now)]
         if self.session.waiting and self.servers.listing_overdue(now):
             actions += [*self.servers.give_up_on_listing(), *self._release_waiting(now)]
         return actions + self._happened(self.servers.expire(now), now)
