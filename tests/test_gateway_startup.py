@@ -150,3 +150,24 @@ async def test_a_server_that_never_answers_its_handshake_fails_once_and_is_not_s
     err = await stderr_of_a_session_with(tmp_path, SILENT)
     reports = [line for line in err.splitlines() if "server 's'" in line]
     assert len(reports) == 1 and "refused" not in reports[0], reports
+
+
+@pytest.mark.anyio
+async def test_start_up_says_each_server_as_it_lists_and_the_total_when_the_first_listing_is_ready(
+    tmp_path: Path,
+) -> None:
+    """Eight servers' first start took 7.5-10 s with nothing on stderr while the client waited."""
+    plain = [sys.executable, str(Path(__file__).parent / "servers" / "plain_server.py")]
+    config = config_of(tmp_path, plain=plain, bad=[sys.executable, "-c", "raise SystemExit(4)"])
+    async with gateway(config, tmp_path / "cache", "--timeout", "2") as peer:
+        with anyio.fail_after(30):
+            await peer.send(request(0, "initialize", INIT), request(1, "tools/list"))
+            await peer.answer(1)
+            assert peer.process.stdin is not None
+            await peer.process.stdin.aclose()
+            await peer.process.wait()
+            err = (await peer.stderr()).splitlines()
+    assert "lazymcp gateway: server 'plain': 3 tools" in err, err
+    [total] = [line for line in err if "the first listing is ready" in line]
+    assert total.startswith("lazymcp gateway: 1 of 2 servers started now listed, 3 tools known, in "), total
+    assert err.index("lazymcp gateway: server 'plain': 3 tools") < err.index(total)
