@@ -119,9 +119,11 @@ SILENT = [sys.executable, "-c", "import sys\nfor _ in sys.stdin: pass"]
 """A server that reads everything and answers nothing, not even ``initialize``."""
 
 
-async def stderr_of_a_session_with(tmp_path: Path, command: list[str]) -> str:
-    """Initialize, list tools (which waits for the server's fate), leave; the gateway's stderr."""
-    async with gateway(config_of(tmp_path, s=command), tmp_path / "cache", "--timeout", "2") as peer:
+async def stderr_of_a_session_with(tmp_path: Path, command: list[str] | None = None, **servers: list[str]) -> str:
+    """Initialize, list tools (which waits for the servers' fates), leave; the gateway's stderr. One server
+    ``s`` runs ``command``, or one per keyword."""
+    config = config_of(tmp_path, **(servers or {"s": command or []}))
+    async with gateway(config, tmp_path / "cache", "--timeout", "2") as peer:
         with anyio.fail_after(30):
             await peer.send(request(0, "initialize", INIT), request(1, "tools/list"))
             await peer.answer(1)
@@ -158,15 +160,8 @@ async def test_start_up_says_each_server_as_it_lists_and_the_total_when_the_firs
 ) -> None:
     """Eight servers' first start took 7.5-10 s with nothing on stderr while the client waited."""
     plain = [sys.executable, str(Path(__file__).parent / "servers" / "plain_server.py")]
-    config = config_of(tmp_path, plain=plain, bad=[sys.executable, "-c", "raise SystemExit(4)"])
-    async with gateway(config, tmp_path / "cache", "--timeout", "2") as peer:
-        with anyio.fail_after(30):
-            await peer.send(request(0, "initialize", INIT), request(1, "tools/list"))
-            await peer.answer(1)
-            assert peer.process.stdin is not None
-            await peer.process.stdin.aclose()
-            await peer.process.wait()
-            err = (await peer.stderr()).splitlines()
+    bad = [sys.executable, "-c", "raise SystemExit(4)"]
+    err = (await stderr_of_a_session_with(tmp_path, plain=plain, bad=bad)).splitlines()
     assert "lazymcp gateway: server 'plain': 3 tools" in err, err
     [total] = [line for line in err if "the first listing is ready" in line]
     assert total.startswith("lazymcp gateway: 1 of 2 servers started now listed, 3 tools known, in "), total
