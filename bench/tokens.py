@@ -33,7 +33,7 @@ class Mode:
 
 MODES: tuple[Mode, ...] = (
     Mode("full", "full", "description", "full tools/list (a plain server, or lazy=false)"),
-    Mode("stock", "stock", "summary", "stock client: stubs ({type: object} schema) + describe_tools, search_tools"),
+    Mode("stock", "stock", "summary", "stock client: stubs ({type: object} schema) + the describe mode's meta-tools"),
     Mode("bare:description", "bare", "description", "bare stubs, detail=description ({name, description})"),
     Mode("bare:summary", "bare", "summary", "bare stubs, detail=summary (a declaring client's default)"),
     Mode("bare:name", "bare", "name", "bare stubs, detail=name: names only, the floor"),

@@ -170,6 +170,42 @@ def _pointer_target(root: dict[str, Any], ref: str) -> object | None:
     return node
 
 
+def without_nulls(check: Check | None, arguments: object, *, always: bool = False) -> dict[str, Any] | None:
+    """``arguments`` without the ``null`` of each property that is not required and whose schema does not
+    allow ``null``, or None when there is none to take out.
+
+    Frameworks that build an argument model from a schema send ``null`` for every optional parameter
+    they were not given; such a ``null`` means "absent", and is taken as that before the check and the
+    call. ``always``: take out every optional ``null`` (the meta-tools', which declare it as absent).
+    """
+    if check is None or not isinstance(arguments, dict):
+        return None
+    arguments = cast(dict[str, Any], arguments)
+    nulls = [key for key, value in arguments.items() if value is None]
+    if not nulls:
+        return None
+    schema = cast(Mapping[str, Any], check.validator.schema)
+    properties, required = schema.get("properties"), schema.get("required")
+    if not isinstance(properties, dict):
+        return None
+    properties = cast(dict[str, object], properties)
+    needed: set[object] = set(cast(list[object], required)) if isinstance(required, list) else set()
+    absent = {key for key in nulls if key in properties and key not in needed}
+    if not always:
+        absent = {key for key in absent if not _allows_null(check.validator, properties[key])}
+    if not absent:
+        return None
+    return {key: value for key, value in arguments.items() if key not in absent}
+
+
+def _allows_null(validator: Validator, node: object) -> bool:
+    """Does a property's schema take ``null``? (When that cannot be told, it does: the value is kept.)"""
+    try:
+        return validator.evolve(schema=node).is_valid(None)  # pyright: ignore[reportUnknownMemberType]
+    except Exception:  # an unresolvable $ref, a bad regex...
+        return True
+
+
 def check_arguments(name: str, check: Check | None, arguments: object) -> dict[str, Any] | None:
     """An ``isError`` ``CallToolResult`` when ``arguments`` fail the schema; None to let the call run.
 

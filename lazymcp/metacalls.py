@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from lazymcp.arguments import check_arguments
+from lazymcp.arguments import check_arguments, without_nulls
 from lazymcp.catalog import Catalog
 from lazymcp.metatools import (
     DESCRIBE_TOOLS,
@@ -111,6 +111,34 @@ def check_call(catalog: Catalog, name: str, arguments: object, *, always: bool =
     return check_arguments(name, catalog.validator(name), arguments)
 
 
+def arguments_dropped(catalog: Catalog, name: str, arguments: object, refused: dict[str, Any]) -> dict[str, Any]:
+    """The refusal of a listed stub's call that came without any argument, its tool requiring some: a
+    client that builds its argument model from the listed schema (empty for a stub) drops every argument
+    the model gave, so the refusal says so and how to call through ``invoke_tool`` (when it may be called)."""
+    tool = catalog.get(name)
+    schema = None if tool is None else tool.get("inputSchema")
+    required = cast(dict[str, Any], schema).get("required") if isinstance(schema, dict) else None
+    if arguments or not required or INVOKE_TOOL not in catalog.options.stock_meta_tools:
+        return refused
+    invoke = catalog.meta_names[INVOKE_TOOL]
+    needed = ", ".join(str(key) for key in cast(list[object], required))
+    hint = (
+        f"No arguments reached {name!r}, which requires {needed}. If you gave them, your client probably dropped "
+        "them: the tool list shows this tool without its parameters. Call it through "
+        f'{invoke} instead: {{"name": "{name}", "arguments": {{...}}}}, the arguments as the schema below says.'
+    )
+    block = refused["content"][0]
+    return {**refused, "content": [{**block, "text": f"{hint}\n{block['text']}"}, *refused["content"][1:]]}
+
+
+def absent_nulls(catalog: Catalog, name: str, arguments: object, *, always: bool = False) -> object:
+    """A call's arguments with each ``null`` that stands for an absent property taken out (the same
+    object when there is none): before the check and before the call is forwarded. ``always``: a
+    meta-tool's call, whose optional parameters all take ``null`` as absent."""
+    cleaned = without_nulls(catalog.validator(name), arguments, always=always)
+    return arguments if cleaned is None else cleaned
+
+
 def core_names(catalog: Catalog) -> frozenset[str]:
     """The core (or always-available) tools: ``core_tools`` entries naming a tool, or a category's tools."""
 
@@ -127,6 +155,13 @@ def core_names(catalog: Catalog) -> frozenset[str]:
 def error(kind: str, message: str, **data: Any) -> Answer:
     """A meta-tool's ``isError`` answer: ``{error, message, ...}``."""
     return Answer(text_result({"error": kind, "message": message, **data}, is_error=True))
+
+
+def unknown_tool(catalog: Catalog, name: str) -> Answer:
+    """A call of a tool the catalog does not have: an ``isError`` result with the closest names, found as
+    ``describe_tools`` finds them (``invoke_tool``'s unknown name, and the gateway's call no server takes)."""
+    close = suggest(name, catalog.name_index())
+    return error("unknown_tool", f"No tool {name!r}; find tools with search_tools.", name=name, suggestions=close)
 
 
 def _unknown_category(catalog: Catalog, category: str) -> Answer:
@@ -180,8 +215,8 @@ def invoke_tool(catalog: Catalog, args: Mapping[str, Any], session: DynamicSessi
     name: str = args["name"]
     arguments = cast(dict[str, Any], args.get("arguments") or {})
     if catalog.get(name) is None:
-        close = suggest(name, catalog.name_index())
-        return error("unknown_tool", f"No tool {name!r}; find tools with search_tools.", name=name, suggestions=close)
+        return unknown_tool(catalog, name)
+    arguments = cast(dict[str, Any], absent_nulls(catalog, name, arguments))
     refused = check_call(catalog, name, arguments, always=True)
     if refused is not None:
         return Answer(refused)

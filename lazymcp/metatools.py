@@ -36,6 +36,12 @@ MAX_SUGGESTED = 10
 READ_ONLY: Final = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}
 
 
+def optional(kind: str, **schema: Any) -> dict[str, Any]:
+    """An optional parameter that takes ``null`` as absent, said in the forms frameworks read: a type
+    list with ``"null"`` (pydantic-based ones make it an optional field) and ``nullable`` (smolagents)."""
+    return {"type": [kind, "null"], "nullable": True, **schema}
+
+
 def describe_tools_definition(name: str, batch_max: int, *, unlisted: bool = False) -> Tool:
     """The ``describe_tools`` meta-tool as it appears in a stock client's listing.
 
@@ -127,13 +133,10 @@ def search_tools_definition(name: str, top_k: int, *, enables: bool = False) -> 
             "type": "object",
             "properties": {
                 "query": {"type": "string", "minLength": 1, "description": "What the tool should do."},
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": top_k,
-                    "description": f"At most this many matches (default {top_k}).",
-                },
-                "category": {"type": "string", "description": "Only tools of this category (list_tool_categories)."},
+                "limit": optional(
+                    "integer", minimum=1, maximum=top_k, description=f"At most this many matches (default {top_k})."
+                ),
+                "category": optional("string", description="Only tools of this category (list_tool_categories)."),
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -154,7 +157,7 @@ def invoke_tool_definition(name: str) -> Tool:
             "type": "object",
             "properties": {
                 "name": {"type": "string", "minLength": 1, "description": "The tool to run."},
-                "arguments": {"type": "object", "description": "Its arguments, as its input schema describes."},
+                "arguments": optional("object", description="Its arguments, as its input schema describes."),
             },
             "required": ["name"],
             "additionalProperties": False,
@@ -180,25 +183,24 @@ def manage_tools_definition(name: str, batch_max: int) -> Tool:
             "type": "object",
             "properties": {
                 "action": {"type": "string", "enum": list(MANAGE_ACTIONS)},
-                "names": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "minItems": 1,
-                    "maxItems": batch_max,
-                    "description": "enable/disable: tool or category names.",
-                },
-                "category": {"type": "string", "description": "list: only this category."},
-                "include_disabled": {
-                    "type": "boolean",
-                    "description": "list: also the tools disabled in this session (default false).",
-                },
-                "offset": {"type": "integer", "minimum": 0, "description": "list: skip this many (default 0)."},
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MANAGE_PAGE_MAX,
-                    "description": f"list: at most this many (default {MANAGE_PAGE_SIZE}).",
-                },
+                "names": optional(
+                    "array",
+                    items={"type": "string"},
+                    minItems=1,
+                    maxItems=batch_max,
+                    description="enable/disable: tool or category names.",
+                ),
+                "category": optional("string", description="list: only this category."),
+                "include_disabled": optional(
+                    "boolean", description="list: also the tools disabled in this session (default false)."
+                ),
+                "offset": optional("integer", minimum=0, description="list: skip this many (default 0)."),
+                "limit": optional(
+                    "integer",
+                    minimum=1,
+                    maximum=MANAGE_PAGE_MAX,
+                    description=f"list: at most this many (default {MANAGE_PAGE_SIZE}).",
+                ),
             },
             "required": ["action"],
             "additionalProperties": False,

@@ -293,7 +293,11 @@ def dispatch(method: str, catalog: Catalog, params: object, caller: Caller) -> O
         LazyMCPError: the request is malformed (the adapter turns it into a JSON-RPC error).
         KeyError: ``method`` is not in ``METHODS``.
     """
-    outcome = METHODS[method](catalog, params, caller)
+    return enveloped(method, METHODS[method](catalog, params, caller), caller)
+
+
+def enveloped(method: str, outcome: Outcome, caller: Caller) -> Outcome:
+    """An answer to ``method`` as ``caller`` is sent it: enveloped for a 2026-07-28 caller (LT-15)."""
     if isinstance(outcome, Answer) and caller.envelope is not None:
         result = caller.envelope.stamp(outcome.result, cacheable=method != "tools/call")
         return Answer(result, outcome.changed)

@@ -32,7 +32,18 @@ from typing import Any, cast
 from lazymcp.catalog import Catalog
 from lazymcp.errors import CatalogError
 from lazymcp.messages import Detail, Mode, Tool
-from lazymcp.metacalls import HANDLERS, Answer, DynamicSession, Forward, Outcome, Run, check_call, core_names
+from lazymcp.metacalls import (
+    HANDLERS,
+    Answer,
+    DynamicSession,
+    Forward,
+    Outcome,
+    Run,
+    absent_nulls,
+    arguments_dropped,
+    check_call,
+    core_names,
+)
 from lazymcp.metatools import REGISTRY
 from lazymcp.names import suggest
 
@@ -124,12 +135,14 @@ def call(catalog: Catalog, name: str, arguments: object, session: DynamicSession
     mode = effective_mode(catalog, session)
     canonical = catalog.canonical_meta_name(name)
     if canonical is None or canonical not in _callable(catalog, mode):
+        given, arguments = arguments, absent_nulls(catalog, name, arguments)
         refused = check_call(catalog, name, arguments)
         if refused is not None:
-            return Answer(refused)
+            return Answer(arguments_dropped(catalog, name, arguments, refused) if mode == "describe" else refused)
         if mode == "dynamic" and session is not None:
             session.touch(name)
-        return Forward()
+        return Forward() if arguments is given else Run(name, cast(dict[str, Any], arguments))
+    arguments = absent_nulls(catalog, name, arguments, always=True)
     refused = check_call(catalog, name, arguments, always=True)
     if refused is not None:
         return Answer(refused)

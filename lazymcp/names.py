@@ -61,3 +61,27 @@ class NameIndex:
             candidates = [self.names[position] for position, _ in shared.most_common(SHORTLIST)]
         close = difflib.get_close_matches(name, candidates, n=limit, cutoff=0.6)
         return list(dict.fromkeys(same + close))[:limit]
+
+
+def one_edit_away(name: str, known: Iterable[str]) -> str | None:
+    """The known name one edit from ``name`` (a letter added, dropped, changed, or two neighbours
+    swapped: ``agrs`` for ``args``), else None; the first in sorted order when several are."""
+    for candidate in sorted(known):
+        if _one_edit(name, candidate):
+            return candidate
+    return None
+
+
+def _one_edit(a: str, b: str) -> bool:
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    if len(a) == len(b):
+        if a[start + 1 :] == b[start + 1 :]:
+            return True  # one letter changed
+        swapped = start + 1 < len(a) and a[start] == b[start + 1] and a[start + 1] == b[start]
+        return swapped and a[start + 2 :] == b[start + 2 :]
+    longer, shorter = (a, b) if len(a) > len(b) else (b, a)
+    return longer[start + 1 :] == shorter[start:]

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from lazymcp.messages import MODES, Mode, ServerSettings, StockDefault
 from lazymcp.metadata import Metadata, load_metadata
-from lazymcp.metatools import DESCRIBE_TOOLS, LISTABLE, SEARCH_TOOLS
+from lazymcp.metatools import DESCRIBE_TOOLS, INVOKE_TOOL, LISTABLE, SEARCH_TOOLS
 from lazymcp.stubs import DEFAULT_SUMMARY_CHARS
 
 DEFAULT_DESCRIBE_BATCH_MAX = 100
@@ -25,9 +25,11 @@ DEFAULT_MAX_ENABLED = 50
 DEFAULT_SEARCH_TOP_K = 20
 """Most matches ``search_tools`` returns (and, in dynamic mode, enables) per call."""
 MAX_SEARCH_TOP_K = 100
-DEFAULT_EXTRA_META_TOOLS: Final[tuple[str, ...]] = (SEARCH_TOOLS,)
+DEFAULT_EXTRA_META_TOOLS: Final[tuple[str, ...]] = (SEARCH_TOOLS, INVOKE_TOOL)
 """Meta-tools a stock client's ``describe`` listing carries beside ``describe_tools`` when ``meta_tools``
-is not set: a model that sees only summaries finds tools by asking (issue: every client can go lazy)."""
+is not set: a model that sees only summaries finds tools by asking, and reaches them through
+``invoke_tool`` where its client drops the arguments a stub does not declare (mcp-use, autogen-ext's
+``mcp_server_tools``, smolagents' ``ToolCallingAgent`` build an argument model from the listed schema)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,8 @@ DEFAULT_SETTINGS = {"describeBatchMax": 100, "summaryMaxChars": 80, "stockDefaul
 """The extension's settings a server advertises when none is set."""
 
 ERAS = ("legacy", "2026-07-28")
+STOCK_METAS = ["describe_tools", "search_tools", "invoke_tool"]
+"""The meta-tools ahead of a stock client's ``describe`` listing, by default."""
 """Client modes: the 2025-11-25 handshake era and the 2026-07-28 modern era."""
 
 STOCK_STUB_KEYS = frozenset({"name", "description", "inputSchema", "title", "outputSchema", "annotations", "execution"})

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazymcp.arguments import check_arguments, compile_validator
+from lazymcp.arguments import check_arguments, compile_validator, without_nulls
 from lazymcp.catalog import Catalog
 from lazymcp.modes import check_call
 
@@ -369,3 +369,20 @@ def test_the_real_catalogs_plain_schemas_agree_with_their_validators() -> None:
             if check.plain.fits(arguments):
                 assert check.validator.is_valid(arguments), tool["name"]
     assert plain > len(tools) // 4  # a third of real schemas are plain: their calls skip the validator
+
+
+def test_a_null_is_kept_where_the_property_takes_it_through_a_ref_in_any_dialect() -> None:
+    refs = {
+        "https://json-schema.org/draft/2020-12/schema": "$defs",
+        "http://json-schema.org/draft-07/schema#": "definitions",
+    }
+    for dialect, where in refs.items():
+        schema = {
+            "$schema": dialect,
+            "type": "object",
+            where: {"maybe": {"type": ["string", "null"]}, "text": {"type": "string"}},
+            "properties": {"a": {"$ref": f"#/{where}/maybe"}, "b": {"$ref": f"#/{where}/text"}, "c": {}},
+        }
+        check = compile_validator(schema)
+        assert without_nulls(check, {"a": None, "b": None, "c": None}) == {"a": None, "c": None}
+        assert without_nulls(check, {"a": None, "c": None}) is None  # nothing to take out: the call goes as it came

@@ -75,7 +75,7 @@ def test_token_figures_are_sane(quick: dict[str, Any]) -> None:
             assert stock < full, entry["catalog"]
         assert modes["full"]["of_full"] == 1.0
         assert modes["full"]["tools"] == entry["tools"]
-        assert modes["stock"]["tools"] == entry["tools"] + 2  # + the describe_tools and search_tools meta-tools
+        assert modes["stock"]["tools"] == entry["tools"] + 3  # + the describe_tools, search_tools and invoke_tool
         assert all(row["bytes"] > row["tokens"] > 0 for row in modes.values())
         assert 0 < entry["describe"]["median_tokens"] <= entry["describe"]["max_tokens"] < full + 10
         assert bare < entry["session"]["tokens"], entry["catalog"]

@@ -28,7 +28,7 @@ def test_stats_measures_the_built_in_sample_by_default(capsys: pytest.CaptureFix
     assert report["native"] is True
     assert list(modes) == ["full", "stock", "stubs:name", "stubs:summary", "stubs:description"]
     assert modes["full"]["tools"] == 130
-    assert modes["stock"]["tools"] == 132  # plus describe_tools and search_tools
+    assert modes["stock"]["tools"] == 133  # plus describe_tools, search_tools and invoke_tool
     assert modes["stubs:name"]["tokens"] < modes["stubs:summary"]["tokens"] < modes["full"]["tokens"]
     assert len(report["costliest"]) == 5
 
@@ -105,7 +105,7 @@ def test_stats_shows_the_stock_listing_of_every_mode(capsys: pytest.CaptureFixtu
     report = run_json(capsys, "stats", "--mode", mode, *extra)
     stock = rows(report)["stock"]
     assert report["stock_mode"] == mode
-    expected = {"describe": 132, "dynamic": 2, "proxy": 4, "core": 5, "eager": 130}[mode]
+    expected = {"describe": 133, "dynamic": 2, "proxy": 4, "core": 5, "eager": 130}[mode]
     assert stock["tools"] == expected
 
 
@@ -238,7 +238,7 @@ def test_the_proxy_says_it_is_waiting_for_a_slow_upstream() -> None:
 
     slow = f"sleep 7; exec {sys.executable} -m lazymcp serve --log-level warning"
     answers, err = converse([sys.executable, "-m", "lazymcp", "proxy", "sh", "-c", slow])
-    assert len(answers[1]["result"]["tools"]) == 132
+    assert len(answers[1]["result"]["tools"]) == 133
     notices = err.splitlines()
     waiting = [n for n in notices if "still waiting for the upstream's tool list" in n]
     started = [n for n in notices if n.startswith("lazymcp proxy 0")]
@@ -268,3 +268,71 @@ def test_a_taken_http_address_is_one_line(capsys: pytest.CaptureFixture[str], co
         upstream = ["--", "true"] if command == "proxy" else []
         assert main([command, "--http", f"127.0.0.1:{port}", *upstream]) == 2
     assert f"cannot listen on 127.0.0.1:{port}" in one_line_error(capsys)
+
+
+def test_bare_lazymcp_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: lazymcp") and "gateway" in err and "required" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["gateway", "--config", "x.json", "--http", "localhost:99999"], "the port must be 0 to 65535"),
+        (["serve", "--http", "127.0.0.1:70000"], "the port must be 0 to 65535"),
+    ],
+)
+def test_a_port_out_of_range_is_an_argument_error(
+    capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_access_flags_without_http_are_an_error_not_ignored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text('{"mcpServers": {}}')
+    token = tmp_path / "token"
+    token.write_text("s3cret")
+    assert main(["gateway", "--config", str(config), "--token-file", str(token)]) == 2
+    assert (
+        capsys.readouterr().err
+        == "lazymcp: error: --token-file applies to --http only; on stdio the client that starts lazymcp is its user\n"
+    )
+
+
+def test_stats_usage_names_config(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["stats", "--help"])
+    assert capsys.readouterr().out.startswith("usage: lazymcp stats [--catalog FILE | --url URL | --config FILE |")
+
+
+def test_stats_of_a_config_with_a_failing_server_counts_it_nowhere_and_fails(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import SERVERS
+
+    config = tmp_path / "mcp.json"
+    plain = {"command": sys.executable, "args": [str(SERVERS / "plain_server.py")]}
+    config.write_text(json.dumps({"mcpServers": {"plain": plain, "bad": {"command": "false", "agents": 1}}}))
+    done = subprocess.run(
+        [sys.executable, "-m", "lazymcp", "stats", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    table = done.stdout.splitlines()
+    assert [line.split()[0] for line in table[1:3]] == ["plain", "total,"]  # no row for the failed server
+    assert table[-1] == "not listed, so in no figure: bad (why: above, on stderr)"
+    err = done.stderr.splitlines()
+    why = [line for line in err if line.startswith("lazymcp gateway: server 'bad': the upstream server")]
+    assert why and len(set(why)) == len(why), err  # each reason said once, though a refresh asks it twice
+    assert "lazymcp gateway: server 'bad': not listed (why: above)" in err
+    assert f"lazymcp stats: {config}: ignoring unknown server 'bad', field 'agents'" in err

@@ -294,8 +294,8 @@ def test_the_suite_s_client_is_a_stock_client_and_gets_the_lazy_listing(
         "{}",  # dns-rebinding-protection's raw initialize
     }
     [listing] = seen.suites["active"].scenarios["tools-list"]
-    # the default describe mode's two meta-tools: stock stubs were listed
-    assert listing["details"]["tools"][:2] == ["describe_tools", "search_tools"]
+    # the default describe mode's meta-tools: stock stubs were listed
+    assert listing["details"]["tools"][:3] == ["describe_tools", "search_tools", "invoke_tool"]
 
 
 @pytest.mark.parametrize("configuration", ["direct", "proxy"])

@@ -15,6 +15,7 @@ from lazymcp.gateway.front import Gateway
 from lazymcp.gateway.namespace import Namespace, check_server_name
 from lazymcp.jsonrpc import notification_line, parse, request_line, result_line
 from lazymcp.manifest import Manifest
+from lazymcp.options import Options
 from lazymcp.packed import Packed
 from lazymcp.run.manifests import ManifestStore
 
@@ -49,7 +50,32 @@ def test_unknown_keys_are_ignored_with_a_warning() -> None:
         ),
         (
             {"mcpServers": {"a": {"command": "x", "env": {"K": "${NOPE}"}}}},
-            "f.json: server 'a', field 'env': environment variable 'NOPE' is not set",
+            "f.json: server 'a', field 'env': environment variable 'NOPE' is not set; set it, or give a default as "
+            "${NOPE:-default}",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "args": ["${input:memfile}"]}}},
+            "f.json: server 'a', field 'args': ${input:memfile} is asked of the user by VS Code; set the environment "
+            "variable LAZYMCP_INPUT_MEMFILE to give it to the gateway",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "args": ["${config:editor.tabSize}"]}}},
+            "f.json: server 'a', field 'args': ${config:editor.tabSize} is not a variable lazymcp can expand; "
+            "expected ${VAR}, ${VAR:-default}, ${env:VAR}, ${input:ID}, ${userHome}, ${workspaceFolder}",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "env": {"K": "${HOME"}}}},
+            "f.json: server 'a', field 'env': '${HOME' opens a variable that does not close; "
+            "expected ${VAR}, ${VAR:-default}, ${env:VAR}, ${input:ID}, ${userHome}, ${workspaceFolder}",
+        ),
+        (
+            {"mcpServers": {"a": {"url": "${BASE}/mcp"}}},
+            "f.json: server 'a', field 'url': environment variable 'BASE' is not set; set it, or give a default as "
+            "${BASE:-default}",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "npx", "agrs": ["-y", "server"]}}},
+            "f.json: server 'a': unknown field 'agrs'; did you mean 'args'?",
         ),
         (
             {"mcpServers": {"a": {"url": "ftp://x"}}},
@@ -186,7 +212,7 @@ def test_auto_mode_lists_stubs_within_the_budget_and_the_proxy_surface_beyond() 
         assert isinstance(answer, ToClient)
         return [tool["name"] for tool in parse(answer.data)["result"]["tools"]]
 
-    assert len(listed(100_000)) == 2 + 40
+    assert len(listed(100_000)) == 3 + 40
     assert listed(100) == ["list_tool_categories", "search_tools", "describe_tools", "invoke_tool"]
 
 
@@ -257,3 +283,27 @@ def test_a_manifest_orjson_cannot_write_counts_as_absent(tmp_path: Path) -> None
     path = next(tmp_path.glob("*.json"))
     path.write_text(path.read_text().replace('"name":"t"', '"name":"t","title":"\\ud800"'))
     assert store.load(identity) is None
+
+
+def test_a_dynamic_gateway_answers_a_list_changing_call_after_the_clients_re_list() -> None:
+    from lazymcp.core.relist import RELIST_WAIT
+
+    config = parse_config({"mcpServers": {"a": {"command": "x"}}})
+    tools = tuple(
+        {"name": f"weather_{n}", "description": "Weather.", "inputSchema": {"type": "object"}} for n in range(3)
+    )
+    gateway = Gateway(config.servers, Options(mode="dynamic"), {"a": Manifest(tools, 0.0)}, mode="dynamic")
+    initialized(gateway)
+    search = request_line(2, "tools/call", {"name": "search_tools", "arguments": {"query": "weather"}})
+    [notice] = gateway.from_client(search, 0.0)
+    assert isinstance(notice, ToClient) and parse(notice.data)["method"] == "notifications/tools/list_changed"
+    relist, answer = gateway.from_client(request_line(3, "tools/list"), 0.2)
+    assert isinstance(relist, ToClient) and isinstance(answer, ToClient)
+    assert "a__weather_0" in [tool["name"] for tool in parse(relist.data)["result"]["tools"]]
+    assert parse(answer.data)["id"] == 2
+    [_] = gateway.from_client(search, 1.0)  # nothing new: answered at once
+    disable = {"name": "manage_tools", "arguments": {"action": "disable", "names": ["a__weather_0"]}}
+    [notice] = gateway.from_client(request_line(5, "tools/call", disable), 1.0)
+    assert gateway.owed == 1 and gateway.expire(1.0 + RELIST_WAIT / 2) == []
+    [late] = gateway.expire(1.0 + RELIST_WAIT)  # no re-list came: it goes within the bound
+    assert isinstance(late, ToClient) and parse(late.data)["id"] == 5 and gateway.owed == 0

@@ -119,9 +119,11 @@ SILENT = [sys.executable, "-c", "import sys\nfor _ in sys.stdin: pass"]
 """A server that reads everything and answers nothing, not even ``initialize``."""
 
 
-async def stderr_of_a_session_with(tmp_path: Path, command: list[str]) -> str:
-    """Initialize, list tools (which waits for the server's fate), leave; the gateway's stderr."""
-    async with gateway(config_of(tmp_path, s=command), tmp_path / "cache", "--timeout", "2") as peer:
+async def stderr_of_a_session_with(tmp_path: Path, command: list[str] | None = None, **servers: list[str]) -> str:
+    """Initialize, list tools (which waits for the servers' fates), leave; the gateway's stderr. One server
+    ``s`` runs ``command``, or one per keyword."""
+    config = config_of(tmp_path, **(servers or {"s": command or []}))
+    async with gateway(config, tmp_path / "cache", "--timeout", "2") as peer:
         with anyio.fail_after(30):
             await peer.send(request(0, "initialize", INIT), request(1, "tools/list"))
             await peer.answer(1)
@@ -150,3 +152,17 @@ async def test_a_server_that_never_answers_its_handshake_fails_once_and_is_not_s
     err = await stderr_of_a_session_with(tmp_path, SILENT)
     reports = [line for line in err.splitlines() if "server 's'" in line]
     assert len(reports) == 1 and "refused" not in reports[0], reports
+
+
+@pytest.mark.anyio
+async def test_start_up_says_each_server_as_it_lists_and_the_total_when_the_first_listing_is_ready(
+    tmp_path: Path,
+) -> None:
+    """Eight servers' first start took 7.5-10 s with nothing on stderr while the client waited."""
+    plain = [sys.executable, str(Path(__file__).parent / "servers" / "plain_server.py")]
+    bad = [sys.executable, "-c", "raise SystemExit(4)"]
+    err = (await stderr_of_a_session_with(tmp_path, plain=plain, bad=bad)).splitlines()
+    assert "lazymcp gateway: server 'plain': 3 tools" in err, err
+    [total] = [line for line in err if "the first listing is ready" in line]
+    assert total.startswith("lazymcp gateway: 1 of 2 servers started now listed, 3 tools known, in "), total
+    assert err.index("lazymcp gateway: server 'plain': 3 tools") < err.index(total)

@@ -7,7 +7,7 @@ catalog, default options) and against ``lazymcp proxy`` wrapping the reference s
 streamable HTTP (``--http``, a process started here). Each configuration runs the script twice:
 
 - as a stock client (capabilities ``{}``): the SDK's own validated ``listTools()`` takes the stock
-  stubs and the ``describe_tools`` and ``search_tools`` meta-tools, ``callTool`` calls tools it knows
+  stubs and the ``describe_tools``, ``search_tools`` and ``invoke_tool`` meta-tools, ``callTool`` calls tools it knows
   only from a stub;
 - as a declaring client (``capabilities.extensions["io.lazymcp/lazy-tools"] = {}``, a member the
   TS SDK's schema has): its default listing is bare stubs, which only a raw request can take.
@@ -97,12 +97,13 @@ def check_lazy_side(steps: dict[str, Any], full: list[dict[str, Any]], case: dic
         assert [stub["name"] for stub in stubs] == names
         assert all(set(stub) <= {"name", "description"} for stub in stubs)
         assert value(steps, "rawLazyTrue") == stubs
-    else:  # LT-07: valid MCP stubs after the two meta-tools, accepted by the SDK's schema validation
+    else:  # LT-07: valid MCP stubs after the meta-tools, accepted by the SDK's schema validation
         listed = value(steps, "listTools")
         assert listed["nextCursor"] is None
-        describe_meta, search_meta, *stubs = listed["tools"]  # the default describe mode lists both meta-tools
+        describe_meta, search_meta, invoke_meta, *stubs = listed["tools"]  # the default describe mode's three
         assert describe_meta["name"] == META_TOOL and describe_meta["inputSchema"]["required"] == ["names"]
         assert search_meta["name"] == SEARCH_TOOL and search_meta["inputSchema"]["required"] == ["query"]
+        assert invoke_meta["name"] == "invoke_tool" and invoke_meta["inputSchema"]["required"] == ["name"]
         assert [stub["name"] for stub in stubs] == names
         for stub in stubs:
             assert stub["inputSchema"] == {"type": "object", "properties": {}}

@@ -22,7 +22,7 @@ from lazymcp.methods import Answer, Run
 from lazymcp.modes import DynamicSession as Session
 from lazymcp.options import Options
 
-from .conftest import ERAS, payload, tool
+from .conftest import ERAS, STOCK_METAS, payload, tool
 from .handlers import call_tool, list_tools
 
 pytestmark = pytest.mark.anyio
@@ -85,16 +85,17 @@ def test_a_mode_changes_only_a_stock_clients_default_listing(mode: str) -> None:
         expected = list_tools(baseline, params, declared=declared, session=None)
         assert list_tools(modes, params, declared=declared, session=session) == expected
     stock = list_tools(modes, {"lazy": True}, declared=False, session=session)
-    metas = ["describe_tools", "search_tools"] if mode == "describe" else ["describe_tools"]
+    metas = STOCK_METAS if mode == "describe" else ["describe_tools"]
     assert names(stock) == [*metas, *NAMES]
-    assert stock["tools"][len(metas) :] == list_tools(plain, {"lazy": True}, declared=False, session=None)["tools"][2:]
+    plain_stubs = list_tools(plain, {"lazy": True}, declared=False, session=None)["tools"][len(STOCK_METAS) :]
+    assert stock["tools"][len(metas) :] == plain_stubs
 
 
 @pytest.mark.requirement("LT-19")
-def test_describe_mode_lists_describe_tools_and_search_tools_unless_other_meta_tools_are_configured() -> None:
+def test_describe_mode_lists_describe_tools_search_tools_and_invoke_tool_unless_others_are_configured() -> None:
     default = list_tools(catalog(), {}, declared=False, session=None)
-    assert names(default) == ["describe_tools", "search_tools", *NAMES]
-    assert all(entry["inputSchema"] == {"type": "object", "properties": {}} for entry in default["tools"][2:])
+    assert names(default) == [*STOCK_METAS, *NAMES]
+    assert all(entry["inputSchema"] == {"type": "object", "properties": {}} for entry in default["tools"][3:])
     assert names(list_tools(catalog(meta_tools=()), {}, declared=False, session=None)) == ["describe_tools", *NAMES]
     wider = catalog(meta_tools=("search_tools", "list_tool_categories"))
     listing = list_tools(wider, {}, declared=False, session=None)
@@ -108,7 +109,7 @@ def test_describe_mode_answers_search_tools_even_when_it_is_not_listed() -> None
     assert "search_tools" not in names(list_tools(unlisted, {}, declared=False, session=None))
     result = answered(call_tool(unlisted, {"name": "search_tools", "arguments": {"query": "weather"}}, session=None))
     assert {hit["name"] for hit in payload(result)["tools"]} == {"weather_forecast", "weather_alerts"}
-    assert call_tool(catalog(), {"name": "invoke_tool", "arguments": {"name": "add"}}, session=None) is None
+    assert call_tool(unlisted, {"name": "invoke_tool", "arguments": {"name": "add"}}, session=None) is None
 
 
 @pytest.mark.requirement("LT-20")
@@ -233,6 +234,90 @@ def test_invoke_tool_on_an_unknown_name_suggests_the_closest() -> None:
     assert refused["isError"] is True
     assert payload(refused)["error"] == "unknown_tool"
     assert payload(refused)["suggestions"][0] == "notes_add"
+
+
+def test_a_stub_call_without_its_required_arguments_says_how_to_call_through_invoke_tool() -> None:
+    """Frameworks that build the argument model from a stub's empty schema drop every argument."""
+    for arguments in (None, {}):
+        refused = answered(call_tool(catalog(), {"name": "add", "arguments": arguments}, session=None))
+        said = refused["content"][0]["text"]
+        assert refused["isError"] is True
+        assert said.startswith("No arguments reached 'add', which requires a, b. If you gave them, your client")
+        assert 'invoke_tool instead: {"name": "add", "arguments": {...}}' in said
+        assert '"required":["a","b"]' in said  # the violations and the schema follow, as for any refusal
+    partial = answered(call_tool(catalog(), {"name": "add", "arguments": {"a": 1}}, session=None))
+    assert "invoke_tool" not in partial["content"][0]["text"]  # arguments arrived: an ordinary refusal
+    for unlisted in (catalog(meta_tools=("search_tools",)), catalog(mode="eager")):
+        plain = answered(call_tool(unlisted, {"name": "add", "arguments": {}}, session=None))
+        assert "invoke_tool" not in plain["content"][0]["text"]  # not listed there: nothing to point to
+
+
+LISTED = tool(
+    "issues_list",
+    "List issues, of a team or of all.",
+    inputSchema={
+        "type": "object",
+        "properties": {
+            "team_id": {"type": "string"},
+            "label": {"type": ["string", "null"]},
+            "state": {"anyOf": [{"enum": ["open", "closed"]}, {"type": "null"}]},
+            "limit": {"type": "integer", "minimum": 1},
+            "query": {"type": "string"},
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+)
+
+
+def test_a_null_for_an_optional_property_that_does_not_take_null_is_taken_as_absent() -> None:
+    """As frameworks that build an argument model send it: ``null`` for every parameter not given."""
+    nulls = {"team_id": None, "label": None, "state": None, "limit": None, "query": "bugs"}
+    for mode in ("describe", "eager", "proxy"):
+        listed = Catalog.build([*TOOLS, LISTED], Options(mode=mode))
+        run = call_tool(listed, {"name": "issues_list", "arguments": nulls}, session=None)
+        assert run == Run("issues_list", {"label": None, "state": None, "query": "bugs"})
+    invoked = call_tool(
+        Catalog.build([*TOOLS, LISTED], Options(mode="proxy")),
+        {"name": "invoke_tool", "arguments": {"name": "issues_list", "arguments": nulls}},
+        session=None,
+    )
+    assert invoked == Run("issues_list", {"label": None, "state": None, "query": "bugs"})
+    unchanged = {"query": "bugs", "limit": 5}
+    assert (
+        call_tool(Catalog.build([*TOOLS, LISTED]), {"name": "issues_list", "arguments": unchanged}, session=None)
+        is None
+    )
+    refused = answered(
+        call_tool(Catalog.build([*TOOLS, LISTED]), {"name": "issues_list", "arguments": {"query": None}}, session=None)
+    )
+    assert refused["isError"] is True  # a required property's null is the model's mistake, to be told
+
+
+def test_meta_tools_take_null_for_their_optional_parameters_and_say_so() -> None:
+    proxy = catalog(mode="proxy")
+    found = call_tool(
+        proxy,
+        {"name": "search_tools", "arguments": {"query": "weather", "limit": None, "category": None}},
+        session=None,
+    )
+    assert [entry["name"] for entry in payload(answered(found))["tools"]][:2] == ["weather_forecast", "weather_alerts"]
+    run = call_tool(
+        proxy, {"name": "invoke_tool", "arguments": {"name": "notes_find", "arguments": None}}, session=None
+    )
+    assert answered(run)["isError"] is True  # notes_find needs its word: checked as {} (absent), not as null
+    session = Session()
+    listed = call_tool(
+        catalog(mode="dynamic"),
+        {"name": "manage_tools", "arguments": {"action": "list", "names": None, "offset": None, "limit": None}},
+        session=session,
+    )
+    assert payload(answered(listed))["total"] == len(TOOLS)
+    for meta in REGISTRY:
+        schema = meta.define(meta.name, Options(), "proxy")["inputSchema"]
+        for key, node in schema["properties"].items():
+            if key not in schema.get("required", []):
+                assert "null" in node["type"] and node["nullable"] is True, (meta.name, key)
 
 
 def test_list_tool_categories_counts_each_categorys_tools() -> None:

@@ -18,6 +18,7 @@ from mcp import Client, StdioServerParameters
 
 from lazymcp.core.actions import Fail, ToClient, ToServer
 from lazymcp.core.proxy import Proxy
+from lazymcp.core.relist import RELIST_WAIT
 from lazymcp.options import Options
 from lazymcp.serve import build_server
 
@@ -79,11 +80,24 @@ def listing(router: Proxy, request_id: int, **params: Any) -> list[str]:
 def test_the_router_keeps_its_clients_dynamic_session_and_announces_each_change_before_the_answer() -> None:
     router = ready_router(mode="dynamic", core_tools=("echo",))
     assert listing(router, 2) == ["search_tools", "manage_tools", "echo"]
-    notice, answer = call(router, 3, "search_tools", {"query": "issue", "limit": 2})
+    [notice] = call(router, 3, "search_tools", {"query": "issue", "limit": 2})  # its answer waits for a re-list
     assert sent(notice) == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    relist, answer = router.from_client(line({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}), 0.1)
+    names = [entry["name"] for entry in sent(relist)["result"]["tools"]]
+    assert names == ["search_tools", "manage_tools", "issues_create", "issues_close", "echo"]
+    assert sent(answer)["id"] == 3  # after the re-list's answer, so the new tools are seen by then
     assert set(payload(sent(answer)["result"])["enabled"]) == {"issues_create", "issues_close"}
-    assert listing(router, 4) == ["search_tools", "manage_tools", "issues_create", "issues_close", "echo"]
     assert len(call(router, 5, "search_tools", {"query": "issue", "limit": 2})) == 1  # nothing new: no notice
+
+
+@pytest.mark.requirement("LT-21")
+def test_an_answer_held_for_a_re_list_that_does_not_come_goes_within_a_second() -> None:
+    router = ready_router(mode="dynamic")
+    [notice] = call(router, 3, "search_tools", {"query": "issue", "limit": 2})
+    assert router.owed == 1  # the driver drains it before it ends
+    assert router.expire(0.5) == []
+    [answer] = router.expire(RELIST_WAIT)
+    assert sent(answer)["id"] == 3 and router.owed == 0
 
 
 @pytest.mark.requirement("LT-22")
@@ -158,14 +172,14 @@ def ran(result: types.CallToolResult) -> dict[str, Any]:
 
 
 EXPECTED = {
-    "describe": ["describe_tools", "search_tools", *NAMES],
+    "describe": ["describe_tools", "search_tools", "invoke_tool", *NAMES],
     "dynamic": ["search_tools", "manage_tools", "echo"],
     "proxy": SURFACE,
     "core": [*SURFACE, "issues_create", "issues_close"],
     "eager": NAMES,
 }
 OPTIONS = {
-    "describe": ["--meta-tools", "search_tools"],
+    "describe": ["--meta-tools", "search_tools,invoke_tool"],
     "dynamic": ["--core-tools", "echo"],
     "proxy": [],
     "core": ["--core-tools", "issues"],

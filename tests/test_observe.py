@@ -122,8 +122,9 @@ async def test_metrics_are_scraped_behind_the_same_token_as_mcp_and_parse(tmp_pa
     assert found[("lazymcp_tool_calls_total", (("outcome", "denied"), ("server", ""), ("tool", "")))] == 2
     assert found[("lazymcp_denied_total", ())] == 2 and found[("lazymcp_rate_limited_total", ())] == 1
     assert found[("lazymcp_tool_call_seconds_count", (("server", "math"),))] == 1
-    assert found[("lazymcp_requests_total", (("method", "tools/call"), ("outcome", "ok")))] == 1
-    assert found[("lazymcp_requests_total", (("method", "tools/call"), ("outcome", "error")))] == 3
+    # the echo, and the denied and the unknown call: isError results naming the closest tools
+    assert found[("lazymcp_requests_total", (("method", "tools/call"), ("outcome", "ok")))] == 3
+    assert found[("lazymcp_requests_total", (("method", "tools/call"), ("outcome", "error")))] == 1  # rate-limited
     assert found[("lazymcp_server_starts_total", (("server", "math"),))] >= 1
     assert found[("lazymcp_sessions", ())] == 1
     assert found[("lazymcp_forwarded_total", ())] == 0

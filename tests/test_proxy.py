@@ -60,7 +60,7 @@ def test_the_router_answers_listings_from_the_upstreams_own_tools() -> None:
     [stock] = router.from_client(line({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}), 0)
     assert isinstance(full, ToClient) and json.loads(full.data)["result"]["tools"] == SMALL_TOOLS
     stock_names = [t["name"] for t in json.loads(stock.data)["result"]["tools"]]
-    assert stock_names[:3] == ["describe_tools", "search_tools", "issues_create"]
+    assert stock_names[:4] == ["describe_tools", "search_tools", "invoke_tool", "issues_create"]
 
 
 def test_everything_else_passes_through_as_the_same_bytes() -> None:
@@ -212,6 +212,7 @@ async def test_a_lazy_upstream_behind_the_proxy_still_hands_over_full_tools(mode
     assert [tool.name for tool in listing.tools] == [
         "describe_tools",
         "search_tools",
+        "invoke_tool",
         *(tool["name"] for tool in SMALL_TOOLS),
     ]
 
@@ -374,8 +375,8 @@ async def test_a_2026_client_reaches_a_2025_only_node_server_through_the_bridge(
             stubs = await lazy.list_stubs()
             summed = await lazy.call_tool("get-sum", {"a": 2, "b": 3})
     assert version == "2026-07-28"
-    assert [tool.name for tool in listing.tools[:2]] == ["describe_tools", "search_tools"]
-    assert listing.tools[2].input_schema == {"type": "object", "properties": {}}
+    assert [tool.name for tool in listing.tools[:3]] == ["describe_tools", "search_tools", "invoke_tool"]
+    assert listing.tools[3].input_schema == {"type": "object", "properties": {}}
     assert echoed.content[0].text == "Echo: across eras"  # type: ignore[union-attr]
     assert "Lima" in prompt.messages[0].content.text  # type: ignore[union-attr]
     assert contents.contents[0].uri == resources.resources[0].uri

@@ -760,10 +760,12 @@ async def test_stock_client_gets_valid_stubs_and_describe_tools_returns_the_dire
 
             listing = await proxied.list_tools()  # validated by the stock SDK: the stubs are valid MCP
             raw = (await raw_request(proxied.session, "tools/list"))["tools"]
-            assert [t.name for t in listing.tools] == [t["name"] for t in raw] == [META_TOOL, SEARCH_TOOL, *names]
+            metas = [META_TOOL, SEARCH_TOOL, "invoke_tool"]
+            assert [t.name for t in listing.tools] == [t["name"] for t in raw] == [*metas, *names]
             assert raw[0]["inputSchema"]["required"] == ["names"]  # the meta-tools, in full
             assert raw[1]["inputSchema"]["required"] == ["query"]
-            for stub in raw[2:]:
+            assert raw[2]["inputSchema"]["required"] == ["name"]
+            for stub in raw[len(metas) :]:
                 assert stub["inputSchema"] == {"type": "object", "properties": {}}
                 assert set(stub) <= STOCK_STUB_KEYS
 

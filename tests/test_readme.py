@@ -37,8 +37,8 @@ async def test_server_author_snippet_makes_a_lazy_server() -> None:
     async with Client(InMemoryTransport(namespace["server"]), mode="legacy") as client:
         listing = await client.list_tools()
         result = await client.call_tool("forecast", {"city": "Oslo"})
-    assert [tool.name for tool in listing.tools] == ["describe_tools", "search_tools", "forecast"]
-    assert listing.tools[2].description == "Weather forecast for a city."
+    assert [tool.name for tool in listing.tools] == ["describe_tools", "search_tools", "invoke_tool", "forecast"]
+    assert listing.tools[3].description == "Weather forecast for a city."
     assert result.content[0].text == "Oslo: sunny for 3 days"  # type: ignore[union-attr]
 
 

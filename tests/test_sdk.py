@@ -20,7 +20,7 @@ from lazymcp import EXT_ID, LazyClient, lazify
 from lazymcp.client import raw_request
 from lazymcp.serve import build_server
 
-from .conftest import CALLS, ERAS, SPEC, build_lazy, build_plain
+from .conftest import CALLS, ERAS, SPEC, STOCK_METAS, build_lazy, build_plain
 
 pytestmark = pytest.mark.anyio
 
@@ -163,10 +163,10 @@ async def test_describe_batch_accepts_exactly_the_advertised_limit(mode: str) ->
 async def test_stock_client_lists_valid_mcp_and_reaches_every_schema(mode: str) -> None:
     async with Client(InMemoryTransport(build_lazy()), mode=mode) as client:
         listing = await client.list_tools()  # the SDK validates the result against the MCP schema
-        # The default describe mode lists both meta-tools, describe_tools first, ahead of the stubs.
-        assert [tool.name for tool in listing.tools] == ["describe_tools", "search_tools", "add", "echo", "forecast"]
+        # The default describe mode lists its meta-tools, describe_tools first, ahead of the stubs.
+        assert [tool.name for tool in listing.tools] == [*STOCK_METAS, "add", "echo", "forecast"]
         full = {tool["name"]: tool for tool in (await stock_list(client, {"lazy": False}))["tools"]}
-        for tool in listing.tools[2:]:
+        for tool in listing.tools[len(STOCK_METAS) :]:
             assert tool.input_schema == {"type": "object", "properties": {}}
             assert tool.output_schema == full[tool.name].get("outputSchema")  # kept: FastMCP types results by it
             assert tool.title == full[tool.name].get("title")
@@ -249,7 +249,7 @@ async def test_pages_join_into_the_whole_listing_in_every_mode(mode: str) -> Non
         page1 = await stock.list_tools()
         page2 = await stock.list_tools(cursor=page1.next_cursor)
     assert [stub["name"] for stub in stubs] == [tool["name"] for tool in full] == ["add", "echo", "forecast"]
-    assert [t.name for t in page1.tools] == ["describe_tools", "search_tools", "add", "echo"]  # meta-tools beyond P
+    assert [t.name for t in page1.tools] == [*STOCK_METAS, "add", "echo"]  # meta-tools beyond P
     assert [t.name for t in page2.tools] == ["forecast"] and page2.next_cursor is None
 
 

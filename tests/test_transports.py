@@ -44,7 +44,7 @@ from .conftest import (
     until_listening,
 )
 
-STOCK_META_TOOLS = [META_TOOL, SEARCH_TOOL]
+STOCK_META_TOOLS = [META_TOOL, SEARCH_TOOL, "invoke_tool"]
 """The meta-tools ahead of a stock client's stubs in the default describe mode, in the order listed."""
 INVALID_PARAMS = -32602
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
@@ -192,8 +192,9 @@ async def test_stock_client_lists_object_schema_stubs_after_the_describe_tools_a
             raw = await raw_request(client.session, "tools/list", {})
 
     assert [tool.name for tool in listing.tools] == [*STOCK_META_TOOLS, *NAMES]
-    assert all(tool.input_schema == {"type": "object", "properties": {}} for tool in listing.tools[2:])
-    assert dumped(raw["tools"][2:]) == dumped(STOCK_STUBS)  # nothing else, in this member order
+    metas = len(STOCK_META_TOOLS)
+    assert all(tool.input_schema == {"type": "object", "properties": {}} for tool in listing.tools[metas:])
+    assert dumped(raw["tools"][metas:]) == dumped(STOCK_STUBS)  # nothing else, in this member order
     assert "nextCursor" not in raw
     meta_schema = raw["tools"][0]["inputSchema"]
     assert meta_schema["required"] == ["names"]
@@ -280,10 +281,10 @@ async def test_declaring_client_sees_the_advertisement_gets_bare_stubs_and_calls
     assert "nextCursor" not in explicit
     if plain_listing_is_stock(transport, mode):  # a stock client: stock stubs, whether lazy is sent or not
         for listing in (plain["tools"], explicit["tools"], stubs):
-            assert [tool["name"] for tool in listing[:2]] == STOCK_META_TOOLS
-            assert dumped(listing[2:]) == dumped(STOCK_STUBS)
-        assert [tool["name"] for tool in names_only["tools"][:2]] == STOCK_META_TOOLS
-        assert names_only["tools"][2:] == [
+            assert [tool["name"] for tool in listing[: len(STOCK_META_TOOLS)]] == STOCK_META_TOOLS
+            assert dumped(listing[len(STOCK_META_TOOLS) :]) == dumped(STOCK_STUBS)
+        assert [tool["name"] for tool in names_only["tools"][: len(STOCK_META_TOOLS)]] == STOCK_META_TOOLS
+        assert names_only["tools"][len(STOCK_META_TOOLS) :] == [
             {k: v for k, v in stub.items() if k != "description"} for stub in STOCK_STUBS
         ]
     else:

@@ -23,6 +23,9 @@ __all__ = ["main"]
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:  # what the command can do, rather than argparse's "arguments are required"
+        parser().print_help(sys.stderr)
+        return 2
     command: list[str] = []
     split = "--" in argv
     if split:

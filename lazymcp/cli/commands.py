@@ -75,6 +75,9 @@ def access_of(args: argparse.Namespace, *, required: bool = True) -> Access | No
             cannot be read.
     """
     if args.http is None:
+        given = [flag for flag, value in _access_flags(args) if value]
+        if given:
+            raise ConfigError(f"{given[0]} applies to --http only; on stdio the client that starts lazymcp is its user")
         return None
     host, port = args.http
     token = _token(args.token_file, args.command)
@@ -92,6 +95,16 @@ def access_of(args: argparse.Namespace, *, required: bool = True) -> Access | No
         port,
         introspection=args.oauth_introspection,
     )
+
+
+def _access_flags(args: argparse.Namespace) -> list[tuple[str, object]]:
+    return [
+        ("--token-file", args.token_file),
+        ("--oauth-issuer", args.oauth_issuer),
+        ("--oauth-resource", args.oauth_resource),
+        ("--oauth-scope", args.oauth_scope),
+        ("--oauth-introspection", args.oauth_introspection),
+    ]
 
 
 def _token(path: str | None, command: str) -> list[tuple[str, str]] | None:
@@ -275,6 +288,7 @@ def _config_stats(path: str, options: Options) -> int:
 
     config = read_config(path)
     if config.warnings:
-        say("gateway", "; ".join(config.warnings))
-    print(render(measure(Launch(config, options))))
-    return 0
+        say("stats", "; ".join(config.warnings))
+    cost = measure(Launch(config, options))
+    print(render(cost))
+    return 1 if cost.unlisted else 0

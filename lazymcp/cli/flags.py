@@ -18,13 +18,16 @@ from lazymcp.options import SETTINGS, Setting
 from lazymcp.ratelimit import Rate, parse_rate
 
 GATEWAY_MODES = ("auto", *MODES)
+MAX_PORT = 65535
 
 
 def host_port(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` (an IPv6 host in brackets) as (host, port)."""
+    """``HOST:PORT`` (an IPv6 host in brackets) as (host, port); the port 0 to 65535 (0: any free one)."""
     host, colon, port = value.rpartition(":")
     if not colon or not port.isdigit() or not host:
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    if int(port) > MAX_PORT:
+        raise argparse.ArgumentTypeError(f"the port must be 0 to {MAX_PORT}, got {value!r}")
     return host.strip("[]"), int(port)
 
 
@@ -267,7 +270,9 @@ def _stats(commands: Any, common: argparse.ArgumentParser) -> None:
         "stats",
         parents=[common],
         help="bytes and tokens of every listing mode of a server, on the wire and as the model sees them",
-        usage="lazymcp stats [--catalog FILE | --url URL | [--] COMMAND ARGS...] [--mode MODE] [--json]",
+        usage=(
+            "lazymcp stats [--catalog FILE | --url URL | --config FILE | [--] COMMAND ARGS...] [--mode MODE] [--json]"
+        ),
     )
     source = stats.add_mutually_exclusive_group()
     source.add_argument("--catalog", metavar="FILE", help="serve this catalog in-process and measure it")

@@ -9,6 +9,7 @@ the servers, writes manifests and reports on stderr; it decides nothing.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -69,6 +70,7 @@ class Say:
     """Something the operator should read on stderr; the session goes on."""
 
     text: str
+    level: int = logging.WARNING
 
 
 @dataclass(frozen=True, slots=True)

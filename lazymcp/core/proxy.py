@@ -209,10 +209,13 @@ class Proxy:
             return self._forward(frame.changed(params=call), now)
         if not isinstance(outcome, Answer):
             return self._forward(frame, now)
-        answer = ToClient(Frame({"jsonrpc": "2.0", "id": request_id, "result": outcome.result}))
-        if outcome.changed:  # only a 2025 session changes: tell it before it reads the answer
-            return [ToClient(Frame({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})), answer]
-        return [answer]
+        answer = Frame({"jsonrpc": "2.0", "id": request_id, "result": outcome.result})
+        if outcome.changed:  # only a 2025 session changes: tell it, and answer once it has listed again
+            self.session.relist.hold(answer, now)
+            return [ToClient(Frame({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}))]
+        if message["method"] == "tools/list":
+            return [ToClient(answer), *(ToClient(held) for held in self.session.relist.relisted())]
+        return [ToClient(answer)]
 
     # --- server -> client -------------------------------------------------------------------------------
 
@@ -324,22 +327,25 @@ class Proxy:
 
     def interrupt(self, reason: str, now: float) -> list[Action]:
         """The session ends now: every request still owed an answer gets an error naming ``reason``."""
-        actions = self._failed(reason)
+        actions = [ToClient(held) for held in self.session.relist.relisted()]
+        actions += self._failed(reason)
         starting, self._starting = self._starting, []
         for frame in starting:  # the failed server's side answers each request at once
             actions += [action for action in self._client(frame, now) if isinstance(action, ToClient)]
         return actions
 
     def expire(self, now: float) -> list[Action]:
-        """Fail the server when a request has waited past the timeout (it hangs)."""
-        return self._events(self.upstream.expire(now), now)
+        """Fail the server when a request has waited past the timeout (it hangs); send the answers held
+        for a re-list that did not come in time."""
+        due = [ToClient(held) for held in self.session.relist.due(now)]
+        return due + self._events(self.upstream.expire(now), now)
 
     @property
     def owed(self) -> int:
         """Client requests not answered yet."""
         waiting = len(self.session.waiting)
         held = sum(1 for frame in (*self._held, *self._starting) if frame.is_request)
-        return self.upstream.owed + waiting + held
+        return self.upstream.owed + waiting + held + len(self.session.relist)
 
 
 def _too_early(request_id: RequestId) -> Frame:

@@ -19,6 +19,7 @@ from typing import Any, Literal, cast
 from lazymcp import jsonrpc
 from lazymcp.bridge import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LEGACY, Bridge, Envelope, Serializer, meta
 from lazymcp.core.asked import Asked
+from lazymcp.core.relist import Relist
 from lazymcp.jsonrpc import Frame, id_key
 from lazymcp.metacalls import DynamicSession
 from lazymcp.methods import Caller, declares
@@ -77,6 +78,8 @@ class ClientSession:
     """``tools/*`` requests waiting for the servers' first tool lists."""
     calls: dict[tuple[str, object], str] = field(default_factory=lambda: {})
     """A 2026 client's requests that servers answer, by id: their method (the answer gets the envelope)."""
+    relist: Relist = field(default_factory=Relist)
+    """Answers to calls that changed a dynamic session's tool list, held for the client's re-list."""
 
     @classmethod
     def of(cls, serialize: Serializer | None) -> ClientSession:

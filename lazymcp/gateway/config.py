@@ -7,7 +7,6 @@ Every error is one line naming the file, the server and the field (``ConfigError
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,19 +15,22 @@ from typing import Any, cast
 from lazymcp.entries import ServerEntry
 from lazymcp.errors import CatalogError, ConfigError
 from lazymcp.files import read_json
+from lazymcp.gateway.variables import Variables, workspace_of
 from lazymcp.messages import SEPARATOR
 from lazymcp.metadata import ToolMeta, parse_metadata
+from lazymcp.names import one_edit_away
 from lazymcp.policy import Policy, parse_policy
 from lazymcp.ratelimit import parse_rate
 
 STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "envFile"})
 REMOTE_KEYS = frozenset({"url", "headers"})
 COMMON_KEYS = frozenset({"type", "transport", "lazymcp", "disabled", "description", "name", "timeout", "rateLimit"})
+ENTRY_KEYS = STDIO_KEYS | REMOTE_KEYS | COMMON_KEYS
+"""Every key of a server's entry that lazymcp reads: the one list a misspelled key is checked against."""
 SERVER_KEYS = frozenset({"defer", "enabled", "category", "description", "tools", "inherit_env"})
 """What a server's ``lazymcp`` key may hold."""
 TOP_KEYS = frozenset({"separator", "servers", "mode", "budget", "access"})
 """What the top-level ``lazymcp`` block may hold (``servers``: per-server settings by server name)."""
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,28 +51,12 @@ class GatewayConfig:
         return tuple(server for server in self.servers if server.enabled)
 
 
-def expand(value: str, environ: Mapping[str, str], where: str) -> str:
-    """``${VAR}`` replaced by the variable's value.
-
-    Raises:
-        ConfigError: a variable is not set.
-    """
-
-    def lookup(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in environ:
-            raise ConfigError(f"{where}: environment variable {name!r} is not set")
-        return environ[name]
-
-    return _VARIABLE.sub(lookup, value)
-
-
 class _Reader:
     """One file's servers, read with the file's name in every error."""
 
-    def __init__(self, source: str, environ: Mapping[str, str]) -> None:
+    def __init__(self, source: str, variables: Variables) -> None:
         self.source = source
-        self.environ = environ
+        self.variables = variables
         self.unknown: list[str] = []
 
     def fail(self, server: str | None, message: str) -> ConfigError:
@@ -88,18 +74,26 @@ class _Reader:
             raise self.fail(server, f"field {key!r} must be a list of strings")
         return cast(list[str], value)
 
+    def expanded(self, server: str, key: str, value: str) -> str:
+        """A field's value with the clients' variables expanded (``lazymcp.gateway.variables``)."""
+        return self.variables.expand(value, f"{self.source}: server {server!r}, field {key!r}")
+
     def mapping(self, server: str, key: str, value: object) -> dict[str, str]:
         if not isinstance(value, Mapping) or not all(
             isinstance(v, str) for v in cast(Mapping[str, object], value).values()
         ):
             raise self.fail(server, f"field {key!r} must be an object of strings")
-        where = f"{self.source}: server {server!r}, field {key!r}"
-        return {k: expand(v, self.environ, where) for k, v in cast(Mapping[str, str], value).items()}
+        return {k: self.expanded(server, key, v) for k, v in cast(Mapping[str, str], value).items()}
 
     def server(self, name: str, data: object, settings: object) -> ServerEntry:
         data = self.obj(name, data, "expected an object with 'command' or 'url'")
-        known = STDIO_KEYS | REMOTE_KEYS | COMMON_KEYS
-        self.unknown += [f"server {name!r}, field {key!r}" for key in data if key not in known]
+        for key in data:
+            if key in ENTRY_KEYS:
+                continue
+            meant = one_edit_away(key, ENTRY_KEYS)
+            if meant is not None:
+                raise self.fail(name, f"unknown field {key!r}; did you mean {meant!r}?")
+            self.unknown.append(f"server {name!r}, field {key!r}")
         kind = data.get("type", data.get("transport"))
         command, url = data.get("command"), data.get("url")
         if command is not None and url is not None:
@@ -107,6 +101,8 @@ class _Reader:
         if command is None and url is None:
             raise self.fail(name, "missing field 'command' (or 'url' for a remote server)")
         if url is not None:
+            if isinstance(url, str):
+                url = self.expanded(name, "url", url)
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise self.fail(name, "field 'url' must be an http:// or https:// URL")
             if kind is not None and kind not in ("http", "streamable-http", "streamableHttp"):
@@ -115,12 +111,14 @@ class _Reader:
         else:
             if not isinstance(command, str) or not command:
                 raise self.fail(name, "field 'command' must be a non-empty string")
+            command = self.expanded(name, "command", command)
             if kind is not None and kind != "stdio":
                 raise self.fail(name, f"field 'type' {kind!r} does not go with 'command' (use 'stdio')")
-            args = self.strings(name, "args", data.get("args", []))
+            args = [self.expanded(name, "args", arg) for arg in self.strings(name, "args", data.get("args", []))]
             cwd = data.get("cwd")
             if cwd is not None and not isinstance(cwd, str):
                 raise self.fail(name, "field 'cwd' must be a string")
+            cwd = None if cwd is None else self.expanded(name, "cwd", cwd)
             env = self.mapping(name, "env", data.get("env", {}))
             entry = ServerEntry(name, command=(command, *args), env=env, cwd=cwd)
         disabled = data.get("disabled", False)
@@ -166,13 +164,20 @@ class _Reader:
         return replace(entry, **fields, tools=metadata, inherit_env=inherit or ())
 
 
-def parse_config(data: object, *, source: str = "config", environ: Mapping[str, str] | None = None) -> GatewayConfig:
-    """A configuration from its JSON value; ``source`` names it in errors.
+def parse_config(
+    data: object,
+    *,
+    source: str = "config",
+    environ: Mapping[str, str] | None = None,
+    workspace: str | Path | None = None,
+) -> GatewayConfig:
+    """A configuration from its JSON value; ``source`` names it in errors, ``workspace`` is what
+    ``${workspaceFolder}`` expands to (the current directory when not given).
 
     Raises:
         ConfigError: the value is not a configuration of MCP servers, or a server entry is invalid.
     """
-    reader = _Reader(source, os.environ if environ is None else environ)
+    reader = _Reader(source, Variables.of(os.environ if environ is None else environ, workspace))
     data = reader.obj(None, data, "expected a JSON object with 'mcpServers' (or 'servers')")
     key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
     if key is None:
@@ -216,7 +221,7 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> G
         data = read_json(path, "configuration file")
     except CatalogError as exc:
         raise ConfigError(exc.message) from None
-    return parse_config(data, source=str(path), environ=environ)
+    return parse_config(data, source=str(path), environ=environ, workspace=workspace_of(path))
 
 
 def tool_meta(entry: ServerEntry, rename: Callable[[str], str]) -> dict[str, ToolMeta]:

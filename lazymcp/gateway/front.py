@@ -47,12 +47,14 @@ from lazymcp.gateway.merged import DEFAULT_BUDGET, Merged, Seed
 from lazymcp.gateway.namespace import MAX_TOOL_NAME, Namespace
 from lazymcp.gateway.passthrough import LISTS, ROUTED, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
+from lazymcp.gateway.progress import StartUp
 from lazymcp.gateway.relay import Relay
 from lazymcp.gateway.servers import Down, Happened, Heard, Servers
 from lazymcp.jsonrpc import Frame, RequestId
 from lazymcp.limits import CLIENT_TIMEOUT, FIRST_LIST_WAIT
 from lazymcp.manifest import Manifest
 from lazymcp.messages import SEPARATOR, Tool
+from lazymcp.metatools import BY_NAME
 from lazymcp.methods import METHODS, Answer
 from lazymcp.options import Options
 from lazymcp.policy import ANONYMOUS, Grant, Principal
@@ -144,6 +146,7 @@ class Gateway:
     relay: Relay = field(init=False)
     handshakes: Handshakes = field(init=False)
     _envelope: Envelope = field(init=False)
+    startup: StartUp = field(init=False, default_factory=StartUp)
 
     def __post_init__(self) -> None:
         self.servers = Servers(
@@ -171,19 +174,21 @@ class Gateway:
     @property
     def owed(self) -> int:
         """Client requests not answered yet."""
-        return len(self.session.waiting) + self.servers.owed
+        return len(self.session.waiting) + self.servers.owed + len(self.session.relist)
 
     # --- start-up -------------------------------------------------------------------------------------
 
     def launch(self, eager: bool = False) -> list[Action]:
         """Start what must run now: servers without a manifest (or a stale one), or all with ``eager``."""
         starting = [s.name for s in self.servers if eager or s.tools is None or s.name in self.stale]
+        self.startup.launched(starting)
         return self._happened([h for name in starting for h in self.servers.start(name)], 0.0)
 
     def started(self, server: str, now: float) -> list[Action]:
         """The server's process runs: the gateway, as its client, opens the handshake (or waits for the
         client's ``initialize``)."""
         handshake = self.handshakes.params(self.session.record.initialize, wait=self.wait_for_client)
+        self.startup.started(now)
         return self._happened(self.servers.started(server, handshake, now), now)
 
     def start_failed(self, server: str, reason: str, now: float) -> list[Action]:
@@ -278,11 +283,17 @@ class Gateway:
                         key, (None, str(frame.params.get("name"))[:MAX_TOOL_NAME], now, None)
                     )
                     outcome = outcome_of(action.frame)
+                    if outcome == "tool_error" and server is None and self._unknown(tool):
+                        outcome = "unknown_tool"  # answered as an isError result with the closest names
                     if outcome == "unknown_tool" and self.grant is not None and not self.grant(tool):
                         outcome = "denied"  # to the client, as unknown; to the operator, refused by the policy
                     actions.append(Called(self.principal.key, server, tool, outcome, 0.0, _traceparent(frame)))
                     break
         return actions
+
+    def _unknown(self, name: str) -> bool:
+        """Is ``name`` neither a tool of this session's catalog nor a meta-tool?"""
+        return name not in self.catalog.index and name not in BY_NAME
 
     def _tools_answer(self, frame: Frame, now: float) -> list[Action]:
         message = frame.message
@@ -307,8 +318,12 @@ class Gateway:
         except LazyMCPError as exc:
             return [ToClient(_error(request_id, exc.code, exc.message, exc.data))]
         if isinstance(outcome, Answer):
-            answer = ToClient(_result(request_id, outcome.result))
-            return [ToClient(LIST_CHANGED_TOOLS), answer] if outcome.changed else [answer]
+            answer = _result(request_id, outcome.result)
+            if outcome.changed:  # tell the client, and answer once it has listed again (core/relist.py)
+                self.session.relist.hold(answer, now)
+                return [ToClient(LIST_CHANGED_TOOLS)]
+            held = self.session.relist.relisted() if method == "tools/list" else []
+            return [ToClient(answer), *(ToClient(frame) for frame in held)]
         if outcome.server is None:
             text = f"Unknown tool: {outcome.name!r}"
             return [ToClient(_error(request_id, ErrorCode.INVALID_PARAMS, text, {"name": outcome.name}))]
@@ -433,7 +448,10 @@ class Gateway:
             server.tools = previous
             self.merged.rebuild(self.servers.tool_lists())
             return self._happened(self.servers.fail(name, exc.message.removeprefix(f"server {name!r}: "), now), now)
-        actions: list[Action] = [*server.saved()]
+        actions: list[Action] = [
+            *server.saved(),
+            *self.startup.answered(name, len(tools), len(self.catalog), now),
+        ]
         if self.catalog.version != before and self.session.known:
             method = LIST_CHANGED_TOOLS.message["method"]
             changed = self.session.listeners(method) if self.session.modern else [LIST_CHANGED_TOOLS]
@@ -448,6 +466,7 @@ class Gateway:
         actions: list[Action] = []
         for answer in down.answers:
             actions += self._reply(down.server, answer, now)
+        actions += self.startup.answered(down.server, None, len(self.catalog), now)
         if self.servers[down.server].tools is None:  # no list to show for it: the others are not kept waiting
             actions += self._release_waiting(now)
         return actions
@@ -464,7 +483,7 @@ class Gateway:
 
     def interrupt(self, reason: str, now: float) -> list[Action]:
         """The session ends now: every request still owed an answer gets an error naming ``reason``."""
-        actions: list[Action] = []
+        actions: list[Action] = [ToClient(held) for held in self.session.relist.relisted()]
         for server in self.servers:
             if server.life.running:
                 happened = self.servers.fail(server.name, reason, now)
@@ -478,7 +497,7 @@ class Gateway:
     def expire(self, now: float) -> list[Action]:
         """Fail every server that has left a request unanswered past the timeout; answer the ``tools/*``
         requests that waited ``first_list_wait`` for the first lists without the servers still starting."""
-        actions: list[Action] = []
+        actions: list[Action] = [ToClient(held) for held in self.session.relist.due(now)]
         if self.session.waiting and self.servers.listing_overdue(now):
             actions += [*self.servers.give_up_on_listing(), *self._release_waiting(now)]
         return actions + self._happened(self.servers.expire(now), now)

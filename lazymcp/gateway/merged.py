@@ -19,9 +19,10 @@ from lazymcp.entries import ServerEntry
 from lazymcp.gateway.config import tool_meta
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, Mode, Tool
+from lazymcp.metacalls import unknown_tool
 from lazymcp.metadata import Metadata, ToolMeta
 from lazymcp.metatools import DESCRIBE_TOOLS
-from lazymcp.methods import Answer, Caller, Run, dispatch
+from lazymcp.methods import Answer, Caller, Run, dispatch, enveloped
 from lazymcp.options import Options
 from lazymcp.packed import Packed, pack
 from lazymcp.policy import Grant
@@ -249,6 +250,8 @@ class Merged:
         else:
             name, arguments = jsonrpc.field(params, "name"), None
         owner = self.names.owner(name) if isinstance(name, str) else None
+        if owner is None and isinstance(name, str):  # no server has it: the closest names, for the model
+            return cast(Answer, enveloped(method, unknown_tool(self.catalog, name), caller))
         if owner is None:
             return Routed(None, name)
         return Routed(owner[0], owner[1], arguments)

@@ -205,7 +205,7 @@ class ProcessConnection:
 
     def exited(self) -> None:
         code = self._transport.get_returncode() if self._transport is not None else None
-        self._on_gone(f"the upstream server exited with code {code}")
+        self._on_gone("the upstream server exited" + ("" if code is None else f" with code {code}"))
 
     def closed_stdout(self) -> None:
         # Usually the process is exiting: wait a moment so the report can give its exit code.

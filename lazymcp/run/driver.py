@@ -70,10 +70,16 @@ class Driver:
         self._stops: dict[Connection, asyncio.Event] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._draining: float | None = None  # when the client's input ended: the drain's deadline
+        self.said: set[str] | None = None
+        """When a set: what was reported, each said once (a refresh, which asks a failing server twice)."""
 
-    def say(self, text: str) -> None:
+    def say(self, text: str, level: int = logging.WARNING) -> None:
         """Report on stderr, named after what runs."""
-        say(self.core.command, text)
+        if self.said is not None:
+            if text in self.said:
+                return
+            self.said.add(text)
+        say(self.core.command, text, level)
 
     async def start(self, eager: bool = False) -> None:
         """Start the servers the core runs at launch, and wait until each runs or has failed; a failure
@@ -172,7 +178,7 @@ class Driver:
                 self.say(action.reason)
                 self._stop(action.server)
             elif isinstance(action, Say):
-                self.say(action.text)
+                self.say(action.text, action.level)
             elif isinstance(action, Save):
                 self._save(action)
             elif isinstance(action, Ready):

@@ -162,6 +162,7 @@ async def refresh(launch: Launch) -> int:
             await done
 
     driver = Driver(gateway, nowhere, store=store)
+    driver.said = set()
     await driver.start(eager=True)
     await settled(lambda: gateway.discovering)
     for number, method in enumerate(LISTS, 1):  # the lists clients ask for at start-up, kept too
@@ -172,7 +173,7 @@ async def refresh(launch: Launch) -> int:
     for server in gateway.servers:
         if server.life.state is State.DOWN:
             failed += 1
-            say("gateway", f"server {server.name!r}: not listed ({server.life.reason})")
+            say("gateway", f"server {server.name!r}: not listed (why: above)")
         else:
             say("gateway", f"server {server.name!r}: {len(server.tools or ())} tools", logging.INFO)
     return 1 if failed else 0

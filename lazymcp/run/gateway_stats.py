@@ -35,6 +35,8 @@ class ConfigCost:
     gateway: ListingSize
     """A stock client's listing from the gateway over all of them."""
     mode: str
+    unlisted: tuple[str, ...] = ()
+    """The servers that could not be listed, so are in no figure (each said why on stderr)."""
 
     def full(self, wire: bool = False) -> int:
         return sum(tokens(server.full, wire) for server in self.servers)
@@ -54,12 +56,15 @@ def measure(launch: Launch) -> ConfigCost:
         asyncio.run(refresh(launch))
     gateway = build_gateway(Launch(launch.config, launch.options, launch.mode, launch.budget), store)
     servers: list[ServerCost] = []
+    unlisted = tuple(server.name for server in gateway.servers if server.tools is None)
     for server in gateway.servers:
-        name, tools = server.name, list(server.tools or ())
+        if server.tools is None:
+            continue
+        name, tools = server.name, list(server.tools)
         alone = computed_listings(tools, Options())["stock"]
         servers.append(ServerCost(name, len(tools), ListingSize.of(tools), ListingSize.of(alone)))
     listing = list_tools(gateway.catalog, {}, Caller()).result["tools"]
-    return ConfigCost(servers, ListingSize.of(listing), gateway.catalog.options.mode)
+    return ConfigCost(servers, ListingSize.of(listing), gateway.catalog.options.mode, unlisted)
 
 
 def render(cost: ConfigCost) -> str:
@@ -85,4 +90,6 @@ def render(cost: ConfigCost) -> str:
         f" ({share(wire_gateway, wire_full)}: stock stubs keep title, annotations and outputSchema, which clients"
         " do not put in the prompt)",
     ]
+    if cost.unlisted:
+        lines.append(f"not listed, so in no figure: {', '.join(cost.unlisted)} (why: above, on stderr)")
     return "\n".join(lines)

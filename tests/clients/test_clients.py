@@ -98,7 +98,7 @@ def test_the_inspector_cli_runs_the_proxy_although_it_swallows_the_double_dash()
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     names = [tool["name"] for tool in json.loads(done.stdout)["tools"]]
-    assert names[:2] == ["describe_tools", "search_tools"] and "issues_get" in names
+    assert names[:3] == ["describe_tools", "search_tools", "invoke_tool"] and "issues_get" in names
 
 
 def test_the_python_clients_run_in_their_own_environments() -> None:
