@@ -25,3 +25,34 @@ def open_front_warning(host: str, allow_hosts: Sequence[str], allow_origins: Seq
         return None
     origins = "any Origin too ('*' is listed)" if "*" in allow_origins else "an Origin only if --allow-origin lists it"
     return f"warning: listening on {host} with no --allow-host: any Host is accepted; {origins}"
+
+
+WILDCARDS: Final = frozenset({"0.0.0.0", "::", ""})
+"""Addresses that listen on every interface: none of them is one a peer can reach."""
+
+
+def advertised(url: str | None, http: tuple[str, int]) -> str:
+    """The URL other instances reach this one at (``--advertise``, else from ``--http``), without a
+    trailing slash.
+
+    Raises:
+        ConfigError: ``url`` is not an http(s) URL of a host, or none is given and ``--http`` listens on
+            every address.
+    """
+    from urllib.parse import urlsplit
+
+    from lazymcp.errors import ConfigError
+
+    if url is None:
+        host, port = http
+        if host in WILDCARDS:
+            raise ConfigError(f"--http {host}:{port} listens on every address: give --advertise URL for peers")
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises on a bad port)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
+        raise ConfigError(f"--advertise {url!r}: expected http://HOST:PORT (this instance's address, no path)")
+    return url.rstrip("/")

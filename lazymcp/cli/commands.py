@@ -209,9 +209,31 @@ def gateway(args: argparse.Namespace) -> int:
             access=access_of(args),
             allow_hosts=tuple(args.allow_host),
             allow_origins=tuple(args.allow_origin),
+            cluster=cluster_of(args),
         )
     except KeyboardInterrupt:
         return 130
+
+
+def cluster_of(args: argparse.Namespace) -> tuple[str, str] | None:
+    """With ``--redis`` (or ``LAZYMCP_REDIS_URL``): the Redis URL and the address this instance's peers
+    reach it at; None without.
+
+    Raises:
+        ConfigError: ``--redis`` without ``--http``, or no address to advertise.
+    """
+    from lazymcp.addresses import advertised
+
+    url = args.redis or os.environ.get("LAZYMCP_REDIS_URL") or None
+    if url is None:
+        if args.advertise:
+            raise ConfigError("--advertise is only for --redis (several instances sharing sessions)")
+        return None
+    if args.http is None:
+        raise ConfigError("--redis is only for --http: stdio sessions are not shared")
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(f"--redis {url!r}: expected a redis://, rediss:// or unix:// URL")
+    return url, advertised(args.advertise, args.http)
 
 
 def stats(args: argparse.Namespace, command: list[str]) -> int:

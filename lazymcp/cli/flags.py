@@ -150,6 +150,24 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
     add_access_options(parser)
 
 
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    """Several gateway instances behind one load balancer, their sessions' owners kept in Redis."""
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        default=None,
+        help="with --http: share sessions with the other instances of this Redis, e.g. redis://host:6379/0 "
+        "(env LAZYMCP_REDIS_URL; needs pip install 'lazymcp[redis]')",
+    )
+    parser.add_argument(
+        "--advertise",
+        metavar="URL",
+        default=None,
+        help="with --redis: the URL other instances reach this one at, e.g. http://10.0.0.5:8080 "
+        "(default: from --http, unless it listens on every address)",
+    )
+
+
 def _common() -> argparse.ArgumentParser:
     """The flags every subcommand takes."""
     common = argparse.ArgumentParser(add_help=False)
@@ -243,6 +261,7 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
         " too); with --http it is otherwise served beside /mcp, behind the same checks",
     )
     add_session_options(gateway)
+    add_cluster_options(gateway)
     add_listing_options(gateway, skip=("mode",))
 
 

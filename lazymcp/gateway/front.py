@@ -37,7 +37,7 @@ from typing import Any, cast
 from lazymcp import jsonrpc
 from lazymcp.bridge import Envelope, Serializer, is_modern, legacy_params
 from lazymcp.catalog import Catalog
-from lazymcp.core.actions import Action, Called, Say, Stop, ToClient
+from lazymcp.core.actions import Action, Called, Save, Say, Stop, ToClient
 from lazymcp.core.session import ClientSession
 from lazymcp.core.upstream import Asks, Notice, Reply, Tools
 from lazymcp.entries import ServerEntry
@@ -53,7 +53,7 @@ from lazymcp.gateway.servers import Down, Happened, Heard, Servers
 from lazymcp.jsonrpc import Frame, RequestId
 from lazymcp.limits import CLIENT_TIMEOUT, FIRST_LIST_WAIT
 from lazymcp.manifest import Manifest
-from lazymcp.messages import SEPARATOR
+from lazymcp.messages import SEPARATOR, Tool
 from lazymcp.metatools import BY_NAME
 from lazymcp.methods import METHODS, Answer
 from lazymcp.options import Options
@@ -396,7 +396,7 @@ class Gateway:
         if isinstance(event, Asks):  # a request to the client: sampling, elicitation, roots, ping
             return self._happened(self.relay.ask(server, event.frame, now), now)
         if isinstance(event, Tools):
-            return self._new_tools(server, event.catalog, now)
+            return self._new_tools(server, event.catalog.tools, now)
         return self.relay.notice(server, event.frame)
 
     def _reply(self, server: str, frame: Frame, now: float) -> list[Action]:
@@ -429,10 +429,18 @@ class Gateway:
         saved = self.servers[server].listed(*listed) if listed is not None else []
         return [*saved, *self._joined(self.passthrough.part(server, frame.message))]
 
-    def _new_tools(self, name: str, catalog: Catalog, now: float) -> list[Action]:
+    def learned(self, name: str, tools: Sequence[Tool], now: float) -> list[Action]:
+        """A server's tool list seen elsewhere (another gateway instance's process of it, shared through
+        its manifest): listed as if this session's had said so, and the client told when it changed.
+        Nothing is saved: the list comes from a saved manifest."""
+        if all(server.name != name for server in self.servers):
+            return []
+        return [action for action in self._new_tools(name, tools, now) if not isinstance(action, Save)]
+
+    def _new_tools(self, name: str, tools: Sequence[Tool], now: float) -> list[Action]:
         """A server's new tool list: the merged catalog is rebuilt, and the client told when it changed."""
         server = self.servers[name]
-        previous, server.tools = server.tools, catalog.tools
+        previous, server.tools = server.tools, tools
         before = self.catalog.version
         try:
             self.merged.rebuild(self.servers.tool_lists())
@@ -442,7 +450,7 @@ class Gateway:
             return self._happened(self.servers.fail(name, exc.message.removeprefix(f"server {name!r}: "), now), now)
         actions: list[Action] = [
             *server.saved(),
-            *self.startup.answered(name, len(catalog.tools), len(self.catalog), now),
+            *self.startup.answered(name, len(tools), len(self.catalog), now),
         ]
         if self.catalog.version != before and self.session.known:
             method = LIST_CHANGED_TOOLS.message["method"]

@@ -115,6 +115,18 @@ class Driver:
             return
         self._carry_out(actions)
 
+    def apply(self, step: Callable[[float], list[Action]]) -> None:
+        """Carry out what the core decides on news from outside its session (``step``, given the time):
+        a server's tools another gateway instance saw."""
+        if self.done.done():
+            return
+        try:
+            actions = step(self.loop.time())
+        except Exception as exc:  # a bug must cost this news, never the session
+            self.say(f"internal error on a server's list from elsewhere: {exc!r}")
+            return
+        self._carry_out(actions)
+
     def client_gone(self) -> None:
         """The client's input ended: answer what was read, then end (bounded by the timeout)."""
         if self._draining is None:

@@ -251,6 +251,7 @@ def run_gateway(
     access: Access | None = None,
     allow_hosts: tuple[str, ...] = (),
     allow_origins: tuple[str, ...] = (),
+    cluster: tuple[str, str] | None = None,
     **choices: Any,
 ) -> int:
     """``lazymcp gateway --config FILE``: returns the exit status.
@@ -276,7 +277,19 @@ def run_gateway(
     metrics = metrics_of(launch, http)
     if traces.asked():
         observe.watch(traces.Traces())
-    store = ManifestStore(cache_dir())
+    peers = None
+    if cluster is not None and http is not None:  # the Redis client is loaded only for --redis
+        from lazymcp.run.cluster import Cluster
+        from lazymcp.run.cluster_lists import warm_start
+
+        peers = Cluster(*cluster, config.enabled)
+        store = ManifestStore(cache_dir(), on_saved=peers.lists.saved)
+        peers.lists.store = store
+        warmed = warm_start(cluster[0], store, config.enabled)
+        if warmed:
+            say("gateway", f"{plural(warmed, 'manifest')} taken from Redis", logging.INFO)
+    else:
+        store = ManifestStore(cache_dir())
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
     policy = config.access
     if policy is not None:  # a pattern naming no server or no tool stops it too
@@ -312,6 +325,7 @@ def run_gateway(
             store=store,
             eager=launch.eager,
             name="gateway",
+            cluster=peers,
         )
         routes: list[BaseRoute] = []
         if metrics is not None:

@@ -69,6 +69,29 @@ def with_trace_context(frame: jsonrpc.Frame, traceparent: str | None) -> jsonrpc
     return frame.changed(params={**members, "_meta": {**meta, "traceparent": traceparent.strip()}})
 
 
+async def disconnected(request: Request) -> None:
+    """Returns when the client closes the connection of a request whose body was read."""
+    while True:
+        event = await request.receive()
+        if event["type"] == "http.disconnect":
+            return
+
+
+async def read_body(request: Request, max_body: int) -> bytes | Response:
+    """A request's body, or the 413 for one past ``max_body`` bytes (declared or sent)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_body:
+        return Response("Request body too large", status_code=413)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_body:
+            return Response("Request body too large", status_code=413)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def malformed(message: jsonrpc.Message) -> str | None:
     """Why a posted message is not one the front can answer (None: it can)."""
     if "method" in message and not isinstance(message["method"], str):

@@ -21,6 +21,10 @@ A session whose upstream failed is closed and its process reaped at once; one id
 ``IDLE_SECONDS`` is ended. Host and Origin are checked by every front's one rule (``http_checks.Guard``:
 DNS-rebinding and cross-site protection); a POST must be ``application/json``, since a web page can send
 a ``text/plain`` POST without a CORS preflight.
+
+Beside ``/mcp``: ``/healthz`` and ``/readyz`` for a load balancer (``lazymcp.run.health``); with a
+``Cluster`` (``--redis``), a request of a session another instance owns is answered by that owner
+(``lazymcp.run.cluster``).
 """
 
 from __future__ import annotations
@@ -43,11 +47,14 @@ from lazymcp.jsonrpc import Frame
 from lazymcp.limits import DropOldest, Limits, fix_mmap_threshold
 from lazymcp.run import observe
 from lazymcp.run.driver import Driver
+from lazymcp.run.health import health_routes
 from lazymcp.run.http_checks import (
     Guard,
+    disconnected,
     error_response,
     malformed,
     principal_of,
+    read_body,
     refuse_non_json,
     retry_after,
     with_trace_context,
@@ -57,6 +64,7 @@ from lazymcp.run.http_sessions import HttpSession, busy, event_stream
 if TYPE_CHECKING:
     from lazymcp.access import Access
     from lazymcp.policy import Principal
+    from lazymcp.run.cluster import Cluster
     from lazymcp.run.manifests import ManifestStore
 
 SESSION_HEADER = "mcp-session-id"
@@ -84,6 +92,7 @@ class HttpFront:
         store: ManifestStore | None = None,
         eager: bool = False,
         name: str = "proxy",
+        cluster: Cluster | None = None,
     ) -> None:
         self.make_core = make_core
         self.access = access
@@ -99,10 +108,15 @@ class HttpFront:
         self._modern_lock = asyncio.Lock()
         self._closing: set[asyncio.Task[None]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.accepting = False
+        """Whether new sessions are taken: from start-up done to shutdown begun (``/readyz``)."""
+        self.cluster = cluster
+        """The instances this one shares its sessions with (``--redis``); None: it stands alone."""
 
     def stopping(self) -> None:
         """A signal arrived: answer every POST still waiting and reap the upstreams, so that the server's
         graceful shutdown finds no request in flight. Safe to call from a signal handler."""
+        self.accepting = False
         if self.loop is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(lambda: self._closing.add(asyncio.ensure_future(self.close())))
 
@@ -110,14 +124,33 @@ class HttpFront:
         @asynccontextmanager
         async def lifespan(_app: Starlette) -> AsyncGenerator[None]:
             self.loop = asyncio.get_running_loop()
+            if self.cluster is not None:
+                await self.cluster.start(self.sessions, self.drivers)
+            self.accepting = True
             yield
+            self.accepting = False
             await self.close()
+            if self.cluster is not None:
+                await self.cluster.aclose()
             if self.access is not None:
                 await self.access.aclose()
 
         endpoint = Route("/mcp", self.endpoint, methods=["GET", "POST", "DELETE"])
         checked = self.access.routes() if self.access is not None else []
-        return Starlette(routes=[endpoint, *checked, *routes], lifespan=lifespan)
+        return Starlette(routes=[endpoint, *health_routes(self.readiness), *checked, *routes], lifespan=lifespan)
+
+    def drivers(self) -> list[Driver]:
+        """Every session's driver, 2025 and 2026 alike."""
+        return [side.driver for table in self._tables() for side in table.values()]
+
+    def readiness(self) -> dict[str, object]:
+        """What ``/readyz`` says: ``unavailable`` while starting or shutting down, ``degraded`` while what
+        it shares with its peers is out of reach."""
+        if not self.accepting:
+            reason = "starting" if self.loop is None else "shutting down"
+            return {"status": "unavailable", "reason": reason}
+        trouble = self.cluster.trouble() if self.cluster is not None else None
+        return {"status": "ok"} if trouble is None else {"status": "degraded", "reason": trouble}
 
     async def close(self) -> None:
         sides = [*self.sessions.values(), *self.moderns.values()]
@@ -201,6 +234,10 @@ class HttpFront:
             refused = await self.access.check(request)
         if refused is not None:
             return refused
+        if self.cluster is not None:  # a 2025 session of another instance's: its owner answers
+            forwarded = await self.cluster.forward(request, self.sessions, self.limits)
+            if forwarded is not None:
+                return forwarded
         await self._reap_idle()
         if request.method == "POST":
             return refuse_non_json(request) or await self._post(request)
@@ -213,21 +250,8 @@ class HttpFront:
             return Response(status_code=200)
         return event_stream(side.events, None, side)
 
-    async def _body(self, request: Request) -> bytes | Response:
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.limits.max_body:
-            return Response("Request body too large", status_code=413)
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.limits.max_body:
-                return Response("Request body too large", status_code=413)
-            chunks.append(chunk)
-        return b"".join(chunks)
-
     async def _post(self, request: Request) -> Response:
-        body = await self._body(request)
+        body = await read_body(request, self.limits.max_body)
         if isinstance(body, Response):
             return body
         try:
@@ -259,6 +283,8 @@ class HttpFront:
                 return opened
             side = new_session(self.sessions, opened, headers)
             side.principal = principal
+            if self.cluster is not None:
+                await self.cluster.opened(headers[SESSION_HEADER], principal)
         else:
             found = session_of(self.sessions, request, message)
             if isinstance(found, Response):
@@ -312,7 +338,7 @@ class HttpFront:
         side.driver.from_client(frame)
         if method == "subscriptions/listen":
             return event_stream(side.listens[key], (waiter, key, original, side), side)
-        gone = asyncio.ensure_future(_disconnected(request))
+        gone = asyncio.ensure_future(disconnected(request))
         try:
             done, _ = await asyncio.wait(
                 {waiter, gone}, timeout=self.limits.wait + ANSWER_GRACE, return_when=asyncio.FIRST_COMPLETED
@@ -336,14 +362,6 @@ class HttpFront:
         if retry is not None:  # a rate limit: the error, with the status and header HTTP clients know
             return Response(body, 429, {**headers, "Retry-After": retry}, media_type="application/json")
         return Response(body, media_type="application/json", headers=headers)
-
-
-async def _disconnected(request: Request) -> None:
-    """Returns when the client closes the connection of a request whose body was read."""
-    while True:
-        event = await request.receive()
-        if event["type"] == "http.disconnect":
-            return
 
 
 S = TypeVar("S")

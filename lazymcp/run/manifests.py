@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -67,6 +67,8 @@ class ManifestStore:
     directory: Path
     ignored: set[Path] = field(default_factory=lambda: set(), compare=False)
     """Files found unusable (and said so, once)."""
+    on_saved: Callable[[str, bytes], None] | None = field(default=None, compare=False)
+    """Told each manifest written (its key and its bytes): gateway instances share them (``--redis``)."""
 
     def path(self, identity: Sequence[Any]) -> Path:
         """The file of a server's manifest."""
@@ -114,5 +116,13 @@ class ManifestStore:
         manifest = Manifest(tools if isinstance(tools, Packed) else tuple(tools), now, version, kept)
         record = {"format": FORMAT, "fetched": manifest.fetched, "version": version, "tools": list(tools)}
         written = {m: {"entries": v.entries, "fetched": v.fetched} for m, v in kept.items()}
-        write_private(self.path(identity), orjson.dumps({**record, "lists": written}))
+        blob = orjson.dumps({**record, "lists": written})
+        path = self.path(identity)
+        write_private(path, blob)
+        if self.on_saved is not None:
+            self.on_saved(path.stem, blob)
         return manifest
+
+    def put(self, identity: Sequence[Any], blob: bytes) -> None:
+        """Store a manifest's bytes as another store wrote them (read back with ``load``, which checks them)."""
+        write_private(self.path(identity), blob)

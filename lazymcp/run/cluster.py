@@ -1,0 +1,280 @@
+"""Several ``lazymcp gateway --http`` instances behind one load balancer (``--redis URL``): which
+instance owns each 2025-11-25 session, kept in Redis, and the request of a session that reaches
+another instance sent on to its owner (``lazymcp.run.forward``).
+
+- Each instance has an id of its own (new at each start) and the address its peers reach it at
+  (``--advertise URL``). Every ``HEARTBEAT`` seconds it writes, in one round trip, each session it
+  owns: ``lazymcp:session:<id>`` -> its id, its address and a hash of the session's principal, each
+  living ``SESSION_TTL`` seconds. An instance that dies stops writing, and its sessions are gone from
+  Redis within ``SESSION_TTL`` seconds; an ended session goes the same way, and until then its owner
+  answers 404 for it. A session is also written the moment it opens, since its next request may
+  reach any instance.
+- A request naming a session this instance does not hold, that is not 2026-07-28 and was not
+  forwarded already, is looked up (each owner found is kept, up to ``KNOWN_OWNERS``); one of another
+  principal gets 404 here, before it leaves, and the owner checks the token again.
+- Redis unreachable (``LOST_AFTER`` calls failed in a row; each is bounded by ``REDIS_WAIT``, never
+  retried): the instance serves the sessions it owns, opens new ones, says ``degraded`` on ``/readyz``,
+  and logs one line when Redis is lost and one when it is back; its next heartbeat then writes every
+  session it owns again, those opened meanwhile too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import fields, is_dataclass
+from typing import TYPE_CHECKING, Any, Protocol, cast
+from uuid import uuid4
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from lazymcp.errors import ConfigError
+from lazymcp.limits import Limits
+from lazymcp.messages import Tool
+from lazymcp.notices import say
+from lazymcp.run.cluster_lists import SharedLists
+from lazymcp.run.forward import FORWARDED_HEADER, Forwarder, Owner
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from lazymcp.entries import ServerEntry
+    from lazymcp.run.driver import Driver
+
+HEARTBEAT = 1.0
+"""Seconds between two writes of the sessions an instance owns."""
+SESSION_TTL = 5
+"""Seconds a session's record outlives its owner's last heartbeat."""
+REDIS_WAIT = 1.0
+"""Seconds to connect to Redis, and to read one answer of its; a call as a whole waits twice that."""
+LOST_AFTER = 2
+"""Calls to Redis failed in a row before it counts as lost: one slow answer on a busy machine is not."""
+KNOWN_OWNERS = 16_384
+"""Sessions whose owner is remembered here, so that only a session's first forwarded request asks Redis."""
+PREFIX = "lazymcp:session:"
+
+
+def _redis_errors() -> tuple[type[BaseException], ...]:
+    try:
+        from redis.exceptions import RedisError
+    except ImportError:
+        return (OSError, asyncio.TimeoutError)
+    return (RedisError, OSError, asyncio.TimeoutError)
+
+
+REDIS_ERRORS = _redis_errors()
+"""What a call to Redis that cannot reach it raises."""
+
+
+class Owned(Protocol):
+    """A session as the front holds it: who opened it."""
+
+    principal: object
+
+
+def principal_hash(principal: object) -> str:
+    """What a record keeps of a session's principal: a hash of what its equality compares (a dataclass's
+    compared fields, sets sorted), the same in every instance for two principals that compare equal."""
+    if is_dataclass(principal) and not isinstance(principal, type):
+        parts = [_canonical(getattr(principal, f.name)) for f in fields(principal) if f.compare]
+    else:
+        parts = [repr(principal)]
+    return hashlib.sha256(orjson.dumps(parts)).hexdigest()[:32]
+
+
+def _canonical(value: object) -> object:
+    if isinstance(value, frozenset | set):
+        return sorted(repr(item) for item in cast(frozenset[object], value))
+    return value if value is None or isinstance(value, str | int | float | bool) else repr(value)
+
+
+def connect(url: str) -> Redis:
+    """A client of the Redis at ``url``, each call bounded by ``REDIS_WAIT`` and never retried.
+
+    Raises:
+        ConfigError: the ``redis`` client is not installed, or the URL is not one.
+    """
+    try:
+        from redis.asyncio import Redis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+    except ImportError:
+        raise ConfigError("--redis needs the redis client: pip install 'lazymcp[redis]'") from None
+    try:
+        return Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
+            url,
+            socket_timeout=REDIS_WAIT,
+            socket_connect_timeout=REDIS_WAIT,
+            retry=Retry(NoBackoff(), 0),
+        )
+    except ValueError as exc:
+        raise ConfigError(f"--redis {url!r}: {exc}") from None
+
+
+class Cluster:
+    """This instance among its peers: the sessions it owns written to Redis, others' found there."""
+
+    def __init__(self, url: str, advertise: str, entries: Sequence[ServerEntry] = ()) -> None:
+        self.url = url
+        self.advertise = advertise.rstrip("/")
+        self.id = uuid4().hex
+        self.redis = connect(url)
+        self.up = True
+        """Whether Redis answered the last call (``/readyz`` says ``degraded`` otherwise)."""
+        self.forwarder = Forwarder(self.id)
+        self._sessions: Mapping[str, Owned] = {}
+        self._owners: OrderedDict[str, Owner] = OrderedDict()
+        self._beating: asyncio.Task[None] | None = None
+        self._listening: asyncio.Task[None] | None = None
+        self._failures = 0
+        self.lists = SharedLists(self.id, entries)
+        """The servers' manifests, shared with the other instances."""
+        self.lists.redis, self.lists.errors, self.lists.on_error = self.redis, REDIS_ERRORS, self._lost
+
+    def _errors(self) -> tuple[type[BaseException], ...]:
+        return REDIS_ERRORS
+
+    def _lost(self, exc: BaseException) -> None:
+        self._failures += 1
+        if self.up and self._failures >= LOST_AFTER:
+            self.up = False
+            say(
+                "gateway",
+                f"Redis lost at {self._where()}: {str(exc) or type(exc).__name__}; serving this instance's sessions",
+            )
+
+    def _back(self) -> None:
+        self._failures = 0
+        if not self.up:
+            self.up = True
+            say("gateway", f"Redis back at {self._where()}: this instance's sessions are routed again", logging.INFO)
+
+    def _where(self) -> str:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url)
+        return f"{parts.hostname}:{parts.port or 6379}"  # never the password a URL may carry
+
+    async def start(self, sessions: Mapping[str, Owned], drivers: Callable[[], Iterable[Driver]]) -> None:
+        """Begin the heartbeat over ``sessions`` (the front's own table, read at each beat), and take the
+        lists other instances announce to the sessions ``drivers`` gives."""
+        from lazymcp.gateway.front import Gateway
+
+        def tell(server: str, tools: Sequence[Tool]) -> None:
+            for driver in drivers():
+                core = driver.core
+                if isinstance(core, Gateway):
+                    driver.apply(lambda now, core=core: core.learned(server, tools, now))
+
+        self._sessions = sessions
+        await self._beat()
+        self._beating = asyncio.ensure_future(self._beat_forever())
+        self._listening = asyncio.ensure_future(self.lists.listen(tell))
+
+    async def aclose(self) -> None:
+        for task in (self._beating, self._listening):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        await self.forwarder.aclose()
+        try:
+            await asyncio.wait_for(self.redis.aclose(), REDIS_WAIT)
+        except (*self._errors(), asyncio.CancelledError):
+            pass
+
+    def trouble(self) -> str | None:
+        """Why ``/readyz`` says ``degraded`` (None: it need not)."""
+        return None if self.up else "redis unreachable: serving this instance's sessions only"
+
+    def _record(self, side: Owned) -> bytes:
+        return orjson.dumps([self.id, self.advertise, principal_hash(side.principal)])
+
+    async def _beat(self) -> None:
+        """Write every session this instance owns, in one round trip."""
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for session_id, side in list(self._sessions.items()):
+                    pipe.set(PREFIX + session_id, self._record(side), ex=SESSION_TTL)
+                if len(pipe) == 0:
+                    pipe.ping()  # pyright: ignore[reportUnknownMemberType]
+                await asyncio.wait_for(pipe.execute(), REDIS_WAIT * 2)
+        except self._errors() as exc:
+            self._lost(exc)
+        else:
+            self._back()
+
+    async def _beat_forever(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT)
+            await self._beat()
+
+    async def opened(self, session_id: str, principal: object) -> None:
+        """A session opened here: written now, so that its next request may reach any instance."""
+        if not self.up:
+            return  # the next heartbeat that reaches Redis writes it
+        record = orjson.dumps([self.id, self.advertise, principal_hash(principal)])
+        try:
+            await asyncio.wait_for(self.redis.set(PREFIX + session_id, record, ex=SESSION_TTL), REDIS_WAIT * 2)
+        except self._errors() as exc:
+            self._lost(exc)
+
+    async def owner_of(self, session_id: str) -> Owner | None:
+        """The instance that owns ``session_id`` (None: none Redis knows of, or Redis is out of reach)."""
+        known = self._owners.get(session_id)
+        if known is not None:
+            self._owners.move_to_end(session_id)
+            return known
+        if not self.up or len(session_id) > 128:
+            return None
+        try:
+            raw: Any = await asyncio.wait_for(self.redis.get(PREFIX + session_id), REDIS_WAIT * 2)
+        except self._errors() as exc:
+            self._lost(exc)
+            return None
+        try:
+            instance, address, principal = orjson.loads(raw) if raw is not None else (None, None, None)
+        except (orjson.JSONDecodeError, TypeError, ValueError):
+            return None
+        if not isinstance(instance, str) or not isinstance(address, str) or not isinstance(principal, str):
+            return None
+        owner = Owner(instance, address, principal)
+        if instance != self.id:
+            self._owners[session_id] = owner
+            if len(self._owners) > KNOWN_OWNERS:
+                self._owners.popitem(last=False)
+        return owner
+
+    async def _still_owned(self, session_id: str) -> bool:
+        """Whether the session's owner still writes it (Redis out of reach: no news of a death, so yes)."""
+        try:
+            return bool(await asyncio.wait_for(self.redis.exists(PREFIX + session_id), REDIS_WAIT * 2))
+        except REDIS_ERRORS:
+            return True
+
+    async def forward(self, request: Request, sessions: Mapping[str, Owned], limits: Limits) -> Response | None:
+        """The owner's answer to a request for a 2025-11-25 session another instance owns; None when this
+        instance answers it (no session named, its own session, a 2026-07-28 request, one forwarded
+        already, a session nobody owns)."""
+        from lazymcp.run.http_front import MODERN_VERSIONS, PROTOCOL_HEADER, SESSION_HEADER
+
+        session_id = request.headers.get(SESSION_HEADER)
+        if not session_id or session_id in sessions or FORWARDED_HEADER in request.headers:
+            return None
+        if request.headers.get(PROTOCOL_HEADER) in MODERN_VERSIONS:
+            return None
+        owner = await self.owner_of(session_id)
+        if owner is None or owner.instance == self.id:
+            return None
+        from lazymcp.run.http_checks import principal_of
+
+        if owner.principal != principal_hash(principal_of(request)):  # another principal's: as if there were none
+            return None
+        answer = await self.forwarder.forward(request, owner, limits, lambda: self._still_owned(session_id))
+        if answer.status_code == 404:  # the owner is gone, or the session ended: ask Redis next time
+            self._owners.pop(session_id, None)
+        return answer

@@ -1,0 +1,180 @@
+"""What gateway instances sharing one Redis (``--redis``) tell each other of their servers' lists: every
+manifest an instance writes (a server listed its tools, or changed them) is kept in Redis and announced on
+one pub/sub channel; every other instance writes it to its own manifest store and gives the new tools to
+each of its sessions, which announce ``list_changed`` to their clients and ``subscriptions/listen``
+streams. A new instance starts from the manifests in Redis (``warm``): warm, without starting a server.
+
+- ``lazymcp:manifest:<key>``: a manifest's bytes, as ``ManifestStore`` writes them (checked again when
+  read); ``<key>`` is the store's key of the server (a hash of how it is started).
+- ``lazymcp:lists``: the channel; each message names the instance and the key.
+
+A manifest is sent only when its bytes changed, and a manifest received is never sent again (the
+sessions take its tools without saving them), so instances do not echo each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import orjson
+
+from lazymcp.messages import Tool
+from lazymcp.run.manifests import ManifestStore, manifest_key
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from lazymcp.entries import ServerEntry
+
+CHANNEL = "lazymcp:lists"
+MANIFEST_PREFIX = "lazymcp:manifest:"
+MANIFEST_TTL = 30 * 24 * 3600
+"""Seconds a manifest stays in Redis without being written again."""
+LISTEN_WAIT = 1.0
+"""Seconds one wait for a message on the channel lasts (then the next, or a reconnection)."""
+
+Tell = Callable[[str, Sequence[Tool]], None]
+"""Give every session of this instance a server's new tools (by the server's name)."""
+
+
+def _digest(blob: bytes) -> str:
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _fetched(blob: bytes) -> float:
+    try:
+        fetched: Any = json.loads(blob).get("fetched")
+    except (ValueError, AttributeError, RecursionError):
+        return -1.0
+    return float(fetched) if isinstance(fetched, int | float) and not isinstance(fetched, bool) else -1.0
+
+
+class SharedLists:
+    """This instance's manifests, sent to and taken from its peers."""
+
+    def __init__(self, instance: str, entries: Sequence[ServerEntry]) -> None:
+        self.instance = instance
+        self.servers = {manifest_key(entry.identity()): entry for entry in entries}
+        """The servers of the configuration, by manifest key: only theirs are taken."""
+        self.store: ManifestStore | None = None
+        self.redis: Redis | None = None
+        self._known: dict[str, str] = {}
+        """Each manifest's digest, as last sent or taken: the same bytes are neither sent nor taken again."""
+        self._sending: set[asyncio.Task[None]] = set()
+        self.on_error: Callable[[BaseException], None] = lambda _exc: None
+        self.errors: tuple[type[BaseException], ...] = (OSError,)
+
+    def saved(self, key: str, blob: bytes) -> None:
+        """The store wrote a manifest (``ManifestStore.on_saved``): sent on when its bytes are new."""
+        digest = _digest(blob)
+        if key not in self.servers or self._known.get(key) == digest or self.redis is None:
+            return
+        self._known[key] = digest
+        try:
+            task = asyncio.get_running_loop().create_task(self._send(key, blob))
+        except RuntimeError:  # no loop: a refresh outside the gateway's
+            return
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _send(self, key: str, blob: bytes) -> None:
+        assert self.redis is not None
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.set(MANIFEST_PREFIX + key, blob, ex=MANIFEST_TTL)
+                note = orjson.dumps({"instance": self.instance, "key": key})
+                pipe.publish(CHANNEL, note)  # pyright: ignore[reportUnknownMemberType]
+                await asyncio.wait_for(pipe.execute(), 2.0)
+        except self.errors as exc:
+            self._known.pop(key, None)  # sent again at its next save
+            self.on_error(exc)
+
+    async def listen(self, tell: Tell) -> None:
+        """Take the manifests other instances announce, until cancelled (reconnecting while Redis is away)."""
+        assert self.redis is not None
+        while True:
+            pubsub = self.redis.pubsub()  # pyright: ignore[reportUnknownMemberType]
+            try:
+                await asyncio.wait_for(pubsub.subscribe(CHANNEL), 2.0)  # pyright: ignore[reportUnknownMemberType]
+                while True:
+                    message: Any = await pubsub.get_message(ignore_subscribe_messages=True, timeout=LISTEN_WAIT)  # pyright: ignore[reportUnknownVariableType]
+                    if isinstance(message, dict):
+                        await self._announced(cast(dict[str, object], message).get("data"), tell)
+            except self.errors as exc:
+                self.on_error(exc)
+            finally:
+                try:
+                    await asyncio.wait_for(pubsub.aclose(), 1.0)
+                except (TimeoutError, *self.errors):
+                    pass
+            await asyncio.sleep(LISTEN_WAIT)
+
+    async def _announced(self, data: object, tell: Tell) -> None:
+        try:
+            note: Any = orjson.loads(data) if isinstance(data, bytes | str) else None
+        except orjson.JSONDecodeError:
+            return
+        if not isinstance(note, dict):
+            return
+        note = cast(dict[str, object], note)
+        if note.get("instance") == self.instance:
+            return
+        key = note.get("key")
+        entry = self.servers.get(key) if isinstance(key, str) else None
+        if entry is None or self.store is None or self.redis is None:
+            return
+        blob: Any = await asyncio.wait_for(self.redis.get(MANIFEST_PREFIX + entry_key(entry)), 2.0)
+        if not isinstance(blob, bytes) or self._known.get(entry_key(entry)) == _digest(blob):
+            return
+        self._known[entry_key(entry)] = _digest(blob)
+        self.store.put(entry.identity(), blob)
+        manifest = self.store.load(entry.identity())
+        if manifest is not None:
+            tell(entry.name, manifest.tools)
+
+
+def entry_key(entry: ServerEntry) -> str:
+    return manifest_key(entry.identity())
+
+
+async def warm(redis: Redis, store: ManifestStore, entries: Sequence[ServerEntry]) -> int:
+    """Write to ``store`` each manifest in Redis newer than its own (one round trip); how many.
+
+    Raises:
+        redis.exceptions.RedisError, OSError, asyncio.TimeoutError: Redis cannot be reached.
+    """
+    if not entries:
+        return 0
+    keys = [MANIFEST_PREFIX + entry_key(entry) for entry in entries]
+    found: list[Any] = await asyncio.wait_for(redis.mget(keys), 5.0)
+    written = 0
+    for entry, blob in zip(entries, found, strict=True):
+        if not isinstance(blob, bytes):
+            continue
+        local = store.load(entry.identity())
+        if local is None or local.fetched < _fetched(blob):
+            store.put(entry.identity(), blob)
+            written += 1
+    return written
+
+
+def warm_start(url: str, store: ManifestStore, entries: Sequence[ServerEntry]) -> int | None:
+    """Before the gateway starts: ``warm`` from the Redis at ``url``, on a client of its own; None (and
+    nothing written) when Redis cannot be reached, the instance then starting from its own store."""
+    from lazymcp.run.cluster import REDIS_ERRORS, connect
+
+    async def fetch() -> int:
+        redis = connect(url)
+        try:
+            return await warm(redis, store, entries)
+        finally:
+            await redis.aclose()
+
+    try:
+        return asyncio.run(fetch())
+    except REDIS_ERRORS:
+        return None

@@ -1,0 +1,167 @@
+"""A request of a session another instance owns, sent on to that owner (``lazymcp.run.cluster``): a POST
+or a DELETE answered with the owner's answer, a GET with the owner's event stream relayed as it comes.
+
+Only what the owner needs goes with it: the session id, the protocol version, the token, Host and
+Origin (checked again there), the content headers, ``Last-Event-ID``, and ``FORWARDED_HEADER``, which
+keeps the owner from sending it on again. Every wait has an end: connecting to the owner
+(``CONNECT_WAIT``), its answer (the front's own bound on a request), each piece of an event stream
+(``STREAM_WAIT``, well past the owner's keep-alive pings). An owner that cannot be reached, or that
+drops the connection before answering, is taken for dead: the client gets 404, and starts a new
+session as the transport says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import httpx2
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from lazymcp.errors import ErrorCode
+from lazymcp.limits import Limits
+from lazymcp.run.http_checks import disconnected, error_response, read_body
+from lazymcp.run.peer_http import KEEP_ALIVE, PeerPool, PeerTimeout, PeerUnreachable
+
+FORWARDED_HEADER = "lazymcp-forwarded-by"
+"""Set on a forwarded request (the id of the instance that sent it on): its receiver answers it itself."""
+CONNECT_WAIT = 1.0
+"""Seconds to connect to an owner: past it the owner counts as dead."""
+STREAM_WAIT = 60.0
+"""Seconds a forwarded event stream may bring nothing (the owner pings every 15)."""
+ANSWER_GRACE = 10.0
+"""Seconds past the front's own bound on a request that a forwarded one waits for its owner."""
+PASSED_ON = ("host", "authorization", "content-type", "accept", "origin", "last-event-id")
+PASSED_BACK = ("content-type", "mcp-session-id", "retry-after", "www-authenticate", "cache-control")
+WATCH_AFTER = 2.0
+"""Seconds a forwarded request waits before its owner's liveness is checked."""
+WATCH_EVERY = 1.0
+"""Seconds between two checks of a waiting forwarded request's owner (a heartbeat)."""
+MAX_CONNECTIONS = 256
+"""Connections to peers at once, over all of them (each a forwarded request or event stream)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The instance that owns a session: its id, its address, a hash of the session's principal."""
+
+    instance: str
+    address: str
+    principal: str
+
+
+async def _until_dead(alive: Callable[[], Awaitable[bool]]) -> None:
+    """Returns once ``alive`` says no, asked every ``WATCH_EVERY`` seconds from ``WATCH_AFTER`` on: a
+    request answered sooner costs Redis nothing."""
+    await asyncio.sleep(WATCH_AFTER)
+    while True:
+        if not await alive():
+            return
+        await asyncio.sleep(WATCH_EVERY)
+
+
+def gone(request_id: object = None) -> Response:
+    """The answer for a session whose owner cannot be reached."""
+    return error_response(request_id, 404, "Session not found: the instance that held it is gone; initialize again")
+
+
+class Forwarder:
+    """Requests sent on to their sessions' owners, over connections kept open to them."""
+
+    def __init__(self, instance: str) -> None:
+        self.instance = instance
+        limits = httpx2.Limits(
+            max_connections=MAX_CONNECTIONS, max_keepalive_connections=64, keepalive_expiry=KEEP_ALIVE
+        )
+        timeout = httpx2.Timeout(STREAM_WAIT, connect=CONNECT_WAIT)
+        self.client = httpx2.AsyncClient(limits=limits, timeout=timeout, trust_env=False)
+        """Event streams' connections."""
+        self.peers = PeerPool()
+        """POSTs' and DELETEs' connections: the hop every forwarded request pays, kept lean."""
+
+    async def aclose(self) -> None:
+        self.peers.close()
+        await self.client.aclose()
+
+    def _headers(self, request: Request) -> dict[str, str]:
+        headers = {name: request.headers[name] for name in PASSED_ON if name in request.headers}
+        headers |= {name: value for name, value in request.headers.items() if name.startswith("mcp-")}
+        headers[FORWARDED_HEADER] = self.instance
+        return headers
+
+    async def forward(
+        self, request: Request, owner: Owner, limits: Limits, alive: Callable[[], Awaitable[bool]]
+    ) -> Response:
+        """The owner's answer; 404 when it cannot be reached, or stops writing its sessions (``alive``
+        says no) while this request waits for it."""
+        url = f"{owner.address}/mcp"
+        if request.method == "GET":
+            return await self._stream(request, url)
+        body = b""
+        if request.method == "POST":
+            read = await read_body(request, limits.max_body)
+            if isinstance(read, Response):
+                return read
+            body = read
+        sent = asyncio.ensure_future(
+            self.peers.request(
+                owner.address,
+                request.method,
+                "/mcp",
+                list(self._headers(request).items()),
+                body,
+                connect_wait=CONNECT_WAIT,
+                answer_wait=limits.wait + ANSWER_GRACE,
+            )
+        )
+        left = asyncio.ensure_future(disconnected(request))
+        watch = asyncio.ensure_future(_until_dead(alive))
+        try:
+            await asyncio.wait({sent, left, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            left.cancel()
+            watch.cancel()
+        if not sent.done():  # the client left (the owner then cancels it), or the owner died meanwhile
+            sent.cancel()
+            await asyncio.gather(sent, return_exceptions=True)
+            return Response(status_code=499) if left.done() and not left.cancelled() else gone()
+        try:
+            answer = sent.result()
+        except PeerTimeout:
+            text = "Request timed out: the session's instance did not answer"
+            return error_response(None, 504, text, code=ErrorCode.REQUEST_TIMEOUT)
+        except PeerUnreachable:  # refused, reset, or closed before answering
+            return gone()
+        headers = {name: answer.headers[name] for name in PASSED_BACK if name in answer.headers}
+        return Response(answer.body, status_code=answer.status, headers=headers)
+
+    async def _stream(self, request: Request, url: str) -> Response:
+        outgoing = self.client.build_request("GET", url, headers=self._headers(request))
+        try:
+            upstream = await self.client.send(outgoing, stream=True)
+        except httpx2.HTTPError:
+            return gone()
+        if upstream.status_code != 200:
+            try:
+                content = await upstream.aread()
+            except httpx2.HTTPError:
+                return gone()
+            finally:
+                await upstream.aclose()
+            headers = {name: upstream.headers[name] for name in PASSED_BACK if name in upstream.headers}
+            return Response(content, status_code=upstream.status_code, headers=headers)
+
+        async def relay() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in upstream.aiter_raw():
+                    yield chunk
+            except httpx2.HTTPError:
+                return  # the owner went away: the stream ends, and the client's next request gets 404
+            finally:
+                await upstream.aclose()
+
+        headers = {name: upstream.headers[name] for name in PASSED_BACK if name in upstream.headers}
+        headers.setdefault("cache-control", "no-store")
+        return StreamingResponse(relay(), headers={**headers, "x-accel-buffering": "no"})
