@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import anyio
 import httpx2
@@ -177,7 +177,7 @@ def start(config: Path, port: int, workdir: Path | None = None, python: Path | N
 
     Every wait is bounded by ``UP_S``; on failure everything started is stopped and
     ``ContextForgeError`` names the step and quotes its log."""
-    servers: dict[str, dict[str, Any]] = json.loads(config.read_text())["mcpServers"]
+    servers = read_config(config)
     python = python or ensure_python()
     workdir = workdir or Path(tempfile.mkdtemp(prefix="contextforge-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -239,6 +239,20 @@ def start(config: Path, port: int, workdir: Path | None = None, python: Path | N
     return running
 
 
+def read_config(config: Path) -> dict[str, dict[str, Any]]:
+    """The stdio servers of an ``{"mcpServers": {name: {command, args, env}}}`` file."""
+    try:
+        servers = json.loads(config.read_text()).get("mcpServers")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ContextForgeError(f"{config}: {exc}") from None
+    if not isinstance(servers, dict) or not servers:
+        raise ContextForgeError(f"{config}: no servers under mcpServers")
+    for name, entry in cast(dict[str, Any], servers).items():
+        if not isinstance(entry, dict) or not isinstance(cast(dict[str, Any], entry).get("command"), str):
+            raise ContextForgeError(f"{config}: server {name!r} has no command (only stdio servers are bridged)")
+    return cast(dict[str, dict[str, Any]], servers)
+
+
 def admin_token(python: Path, workdir: Path, env: dict[str, str]) -> str:
     """The admin bearer token, made with ContextForge's own tool and the gateway's secret."""
     command = [str(python), "-m", "mcpgateway.utils.create_jwt_token", "--username", ADMIN, "--exp", "10080"]
@@ -274,9 +288,11 @@ def healthy(port: int) -> bool:
     return httpx2.get(f"http://{HOST}:{port}/healthz", timeout=5).status_code == 200
 
 
-async def check(running: Running, message: str = "hello") -> tuple[list[str], str]:
-    """Lists the tools with an SDK client over streamable HTTP and calls the first ``*echo`` tool:
-    (the names listed, the echo's text)."""
+async def check(
+    running: Running, tool: str | None = None, arguments: dict[str, Any] | None = None
+) -> tuple[list[str], str]:
+    """Lists the tools with an SDK client over streamable HTTP and calls ``tool`` (by default the first
+    listed ``*echo`` with a ``message``): the names listed and the call's text."""
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -284,13 +300,14 @@ async def check(running: Running, message: str = "hello") -> tuple[list[str], st
         async with streamable_http_client(running.url, http_client=http) as (read, write, *_):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                names = [tool.name for tool in (await session.list_tools()).tools]
-                echo = next((name for name in names if name.endswith("echo")), None)
-                if echo is None:
+                names = [listed.name for listed in (await session.list_tools()).tools]
+                if tool is None:
+                    tool = next((name for name in names if name.endswith("echo")), None)
+                    arguments = {"message": "hello"}
+                if tool is None:
                     return names, ""
-                result = await session.call_tool(echo, {"message": message})
-                text = "".join(getattr(block, "text", "") for block in result.content)
-                return names, text
+                result = await session.call_tool(tool, arguments or {})
+                return names, "".join(getattr(block, "text", "") for block in result.content)
 
 
 def main() -> None:
@@ -307,7 +324,7 @@ def main() -> None:
     args = parser.parse_args()
     try:
         running = start(args.config, args.port, args.workdir, args.python)
-    except (ContextForgeError, OSError, subprocess.SubprocessError, ValueError, KeyError) as exc:
+    except (ContextForgeError, OSError, subprocess.SubprocessError) as exc:
         sys.exit(f"contextforge: {exc}")
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     with running:
