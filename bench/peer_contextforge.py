@@ -16,7 +16,16 @@ The steps are the ones its documentation gives a user with stdio servers:
    ``/servers/<id>/mcp`` (streamable HTTP) with the bearer token.
 
 Only loopback is used: the bridges and the gateway bind 127.0.0.1, and loopback registrations need
-``SSRF_ALLOW_LOCALHOST=true`` (ContextForge blocks them by default).
+``SSRF_ALLOW_LOCALHOST=true`` (ContextForge blocks them by default). It comes up without any network
+but loopback (checked in a network namespace holding only ``lo``).
+
+What a client meets (1.0.7.post20260921): tools named ``<server>-<tool>`` with ``_`` turned into ``-``
+(``everything-echo``, ``time-get-current-time``), a per-user limit of 100 MCP requests a minute by
+default (off here unless ``rate_limits``), and one translate bridge per server that shares its one
+stdio process among all the gateway's upstream sessions: it sends every line the server writes to
+every session and matches answers by JSON-RPC id alone (``mcpgateway/translate.py``, ``_PubSub`` and
+the ``/message`` handler, which ignores ``session_id``). Concurrent clients' calls carry the same ids,
+so they receive each other's answers: ``bench.load``'s checked echo loop sees it with four clients.
 """
 
 from __future__ import annotations
@@ -131,9 +140,12 @@ class Running:
         self.stop()
 
 
-def gateway_env(workdir: Path, port: int) -> dict[str, str]:
+def gateway_env(workdir: Path, port: int, rate_limits: bool = False) -> dict[str, str]:
     """The settings a user would put in ContextForge's ``.env`` for a local, single-user gateway, with
-    fresh secrets where its ``init_secrets`` script would make them."""
+    fresh secrets where its ``init_secrets`` script would make them.
+
+    ``rate_limits``: keep its default per-user limits (100 MCP requests a minute, then a 15-minute
+    lockout after 5 violations), which a load test meets at once; off, ``RATE_LIMITING_ENABLED=false``."""
     password = secrets.token_urlsafe(18) + "aA1!"
     env = {key: value for key, value in os.environ.items() if not key.startswith(("MCPGATEWAY_", "DATABASE_"))}
     env.update(
@@ -154,6 +166,8 @@ def gateway_env(workdir: Path, port: int) -> dict[str, str]:
             "LOG_LEVEL": "WARNING",
         }
     )
+    if not rate_limits:
+        env["RATE_LIMITING_ENABLED"] = "false"
     return env
 
 
@@ -172,8 +186,14 @@ def wait_for(what: str, check: Callable[[], bool], deadline: float, proc: subpro
         time.sleep(0.2)
 
 
-def start(config: Path, port: int, workdir: Path | None = None, python: Path | None = None) -> Running:
+def start(
+    config: Path, port: int, workdir: Path | None = None, python: Path | None = None, *, rate_limits: bool = False
+) -> Running:
     """Brings ContextForge up on ``127.0.0.1:port`` in front of the config's stdio servers.
+
+    ``workdir`` holds the database and the logs (default: a new temporary directory, left in place);
+    ``python`` is ContextForge's interpreter (default: its environment, installed on first use);
+    ``rate_limits`` keeps its default request limits (see ``gateway_env``).
 
     Every wait is bounded by ``UP_S``; on failure everything started is stopped and
     ``ContextForgeError`` names the step and quotes its log."""
@@ -181,7 +201,7 @@ def start(config: Path, port: int, workdir: Path | None = None, python: Path | N
     python = python or ensure_python()
     workdir = workdir or Path(tempfile.mkdtemp(prefix="contextforge-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    env = gateway_env(workdir, port)
+    env = gateway_env(workdir, port, rate_limits)
     running = Running(url="", headers={}, workdir=workdir)
     t0 = time.monotonic()
 
@@ -318,12 +338,13 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True, help="the gateway's port on 127.0.0.1")
     parser.add_argument("--workdir", type=Path, help="database and logs (default: a new temporary directory)")
     parser.add_argument("--python", type=Path, help="ContextForge's interpreter (default: installed on first use)")
+    parser.add_argument("--rate-limits", action="store_true", help="keep ContextForge's default request limits")
     parser.add_argument(
         "--check", action="store_true", help="list the tools and call echo with an SDK client, then stop"
     )
     args = parser.parse_args()
     try:
-        running = start(args.config, args.port, args.workdir, args.python)
+        running = start(args.config, args.port, args.workdir, args.python, rate_limits=args.rate_limits)
     except (ContextForgeError, OSError, subprocess.SubprocessError) as exc:
         sys.exit(f"contextforge: {exc}")
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
