@@ -106,6 +106,15 @@ class Running:
     """The tool names ContextForge stored (as its REST API lists them)."""
     logs: list[IO[bytes]] = field(default_factory=lambda: [], repr=False)
     """The open log files, closed by ``stop``."""
+    python: Path = Path()
+    env: dict[str, str] = field(default_factory=lambda: {}, repr=False)
+    """The settings the gateway runs with (its secrets too): ContextForge's tools read them."""
+
+    def stdio(self) -> tuple[list[str], dict[str, str]]:
+        """(command, environment) of ``mcpgateway.wrapper``, the stdio server ContextForge's documentation
+        gives stdio clients: it forwards to the virtual server with the bearer token."""
+        command = [str(self.python), "-m", "mcpgateway.wrapper", "--url", self.url]
+        return [*command, "--auth", self.headers["Authorization"]], {**self.env, "MCP_WRAPPER_LOG_LEVEL": "ERROR"}
 
     @property
     def pids(self) -> list[int]:
@@ -202,7 +211,7 @@ def start(
     workdir = workdir or Path(tempfile.mkdtemp(prefix="contextforge-"))
     workdir.mkdir(parents=True, exist_ok=True)
     env = gateway_env(workdir, port, rate_limits)
-    running = Running(url="", headers={}, workdir=workdir)
+    running = Running(url="", headers={}, workdir=workdir, python=python, env=env)
     t0 = time.monotonic()
 
     def spawn(name: str, command: list[str], extra: dict[str, str]) -> tuple[subprocess.Popen[bytes], Path]:

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from bench.load import children
-from bench.peer_contextforge import HOME, ContextForgeError, check, start
+from bench.peer_contextforge import HOME, ContextForgeError, Running, check, start
 
 from .conftest import ROOT, SERVERS, free_port
 
@@ -29,6 +31,16 @@ def write_config(path: Path, everything: list[str] | None = None) -> Path:
         servers["everything"] = {"command": everything[0], "args": everything[1:]}
     path.write_text(json.dumps({"mcpServers": servers}))
     return path
+
+
+async def through_wrapper(running: Running) -> str:
+    """Calls echo through ContextForge's stdio wrapper, as a stdio client would."""
+    command, env = running.stdio()
+    async with stdio_client(StdioServerParameters(command=command[0], args=command[1:], env=env)) as streams:
+        async with ClientSession(*streams) as session:
+            await session.initialize()
+            result = await session.call_tool("everything-echo", {"message": "by stdio"})
+            return "".join(getattr(block, "text", "") for block in result.content)
 
 
 def alive(pid: int) -> bool:
@@ -54,6 +66,7 @@ def test_a_client_lists_namespaced_tools_and_calls_them_through_contextforge(
         assert echoed == "Echo: hi"
         _, summed = anyio.run(check, running, "plain-add", {"a": 2, "b": 3})
         assert summed == "5"
+        assert anyio.run(through_wrapper, running) == "Echo: by stdio"
     finally:
         running.stop()
     assert not [pid for pid in tree if alive(pid)]
