@@ -1,7 +1,8 @@
 """IBM's ContextForge (``mcp-contextforge-gateway``) in front of an ``mcpServers`` configuration.
 
-``python -m bench.peer_contextforge CONFIG --port N [--workdir DIR] [--python PATH]`` brings it up and
-prints the URL and the header a client sends, then serves until interrupted. ``start()`` does the same
+``python -m bench.peer_contextforge CONFIG --port N [--workdir DIR] [--python PATH] [--rate-limits]
+[--check]`` brings it up and prints the URL and the header a client sends, then serves until interrupted
+(``--check``: lists the tools and calls echo with an SDK client instead, then stops). ``start()`` does the same
 for ``bench.peers``. Everything runs in ContextForge's own environment (installed, pinned, under
 ``.cache/peers`` on first use); this module only starts processes and speaks its REST API.
 
@@ -13,7 +14,8 @@ The steps are the ones its documentation gives a user with stdio servers:
 3. one ``python -m mcpgateway.translate --stdio CMD --expose-sse`` bridge per server;
 4. ``POST /gateways`` for each bridge (ContextForge connects, lists and stores its tools);
 5. ``POST /servers``: one virtual server holding every tool, which clients reach at
-   ``/servers/<id>/mcp`` (streamable HTTP) with the bearer token.
+   ``/servers/<id>/mcp`` (streamable HTTP) with the bearer token, or over stdio through
+   ``python -m mcpgateway.wrapper`` (``Running.stdio``).
 
 Only loopback is used: the bridges and the gateway bind 127.0.0.1, and loopback registrations need
 ``SSRF_ALLOW_LOCALHOST=true`` (ContextForge blocks them by default). It comes up without any network
