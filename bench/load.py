@@ -281,7 +281,17 @@ def messages_of(response: Any) -> list[dict[str, Any]]:
 class LoadClient:
     """One client: a connection pool of its own, a session (2025-11-25), and its request loop."""
 
-    def __init__(self, number: int, url: str, era: str, tally: Tally, *, transport: Any = None) -> None:
+    def __init__(
+        self,
+        number: int,
+        url: str,
+        era: str,
+        tally: Tally,
+        *,
+        transport: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """``headers``: sent with every request besides the protocol's (a front's bearer token)."""
         import httpx2
 
         self.number = number
@@ -289,7 +299,7 @@ class LoadClient:
         self.era = era
         self.tally = tally
         limits = httpx2.Limits(max_connections=4)
-        self.http = httpx2.AsyncClient(timeout=REQUEST_TIMEOUT, limits=limits, transport=transport)
+        self.http = httpx2.AsyncClient(timeout=REQUEST_TIMEOUT, limits=limits, transport=transport, headers=headers)
         self.session: str | None = None
         self.next_id = 0
 
