@@ -75,15 +75,13 @@ SECTIONS = ("listing", "calls", "http", "search")
 
 INSTALLABLE = {"fastmcp": "fastmcp==4.2.3", "mcp-proxy": "mcp-proxy==0.13.0"}
 """Peers installed and measured: name -> pinned requirement."""
+CONTEXTFORGE_SPEC = "mcp-contextforge-gateway==1.0.7.post20260921"
+CONTEXTFORGE = f"ContextForge {CONTEXTFORGE_SPEC.partition('==')[2].partition('.post')[0]}"
+"""IBM's gateway, brought up over HTTP as its documentation shows (``bench.peer_contextforge``)."""
 
 NOT_MEASURED = {
     "1MCP (`@1mcp/agent`)": "the npm registry answers 404 for `@1mcp/agent`: it cannot be installed here",
     "mcpproxy-go": "published as Go binaries only, on neither PyPI nor npm",
-    "ContextForge (`mcp-contextforge-gateway`)": (
-        "installs from PyPI (1.0.7.post20260921), but putting stdio servers behind it takes a database, an admin "
-        "JWT, one `mcpgateway.translate` bridge process per server and registration through its REST API; not "
-        "automated here yet"
-    ),
     "LiteLLM's MCP gateway": "not attempted: its proxy server install is the whole LiteLLM stack",
 }
 
@@ -401,13 +399,14 @@ def calls(
     return found
 
 
-async def http_load(target: Target, url: str, tools: list[str], clients: int, seconds: float) -> dict[str, Any]:
+async def http_load(
+    url: str, tools: list[str], clients: int, seconds: float, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
     """``clients`` sessions calling echo for ``seconds``, each after one untimed call (which starts what
     the front starts on a session's first call); every answer checked. ``tools``: the names echo may
     have there, the first one listed is called."""
     tally = Tally()
-    await target.wait_listening()
-    pool = [LoadClient(number, url, "2025-11-25", tally) for number in range(clients)]
+    pool = [LoadClient(number, url, "2025-11-25", tally, headers=headers) for number in range(clients)]
     gate = asyncio.Semaphore(4)
 
     async def open_one(client: LoadClient) -> LoadClient | None:
@@ -454,8 +453,6 @@ async def http_load(target: Target, url: str, tools: list[str], clients: int, se
     started = time.monotonic()
     await asyncio.gather(*(loop(client, started + seconds) for client in opened))
     elapsed = time.monotonic() - started
-    assert target.process is not None
-    rss, processes = tree_rss_kib(target.process.pid)
     await asyncio.gather(*(client.close() for client in opened))
     return {
         "sessions": len(opened),
@@ -464,19 +461,26 @@ async def http_load(target: Target, url: str, tools: list[str], clients: int, se
         "p99_ms": round(percentile(latencies, 0.99) * 1000, 1) if latencies else None,
         "failed": tally.failed + tally.lost + tally.duplicated + tally.wrong,
         "problems": dict(tally.problems.most_common(3)),
-        "rss_kib": rss,
-        "processes": processes,
     }
 
 
 def http_section(
-    fronts: list[Front], root: Path, everything: dict[str, Any], clients: int, seconds: float
+    fronts: list[Front],
+    root: Path,
+    everything: dict[str, Any],
+    clients: int,
+    seconds: float,
+    *,
+    direct: bool = True,
+    contextforge: bool = False,
 ) -> dict[str, Any]:
     config = write_config(root, "http", {"everything": everything})
     results: dict[str, Any] = {}
     port = free_port()
-    direct = Target("direct", [everything["command"], *everything["args"][:-1], "streamableHttp"], port)
-    plans: list[tuple[str, Target, str, list[str]]] = [("direct", direct, f"http://{HOST}:{port}/mcp", ["echo"])]
+    plans: list[tuple[str, Target, str, list[str]]] = []
+    if direct:
+        target = Target("direct", [everything["command"], *everything["args"][:-1], "streamableHttp"], port)
+        plans.append(("direct", target, f"http://{HOST}:{port}/mcp", ["echo"]))
     for front in fronts:
         if front.http is None:
             continue
@@ -501,12 +505,77 @@ def http_section(
             else:
                 os.environ["PORT"] = saved
         try:
-            results[name] = asyncio.run(http_load(target, url, tool, clients, seconds))
+            results[name] = asyncio.run(_loaded(target, url, tool, clients, seconds))
         except Exception as exc:  # a peer that fails is named with its reason, and the run goes on
             results[name] = {"failed_to_run": f"{type(exc).__name__}: {str(exc)[:300]}"}
         finally:
             target.stop()
+    if contextforge:
+        try:
+            results[CONTEXTFORGE] = contextforge_load(config, root, clients, seconds)
+        except Exception as exc:  # named with its reason, and the run goes on
+            results[CONTEXTFORGE] = {"failed_to_run": f"{type(exc).__name__}: {str(exc)[:300]}"}
     return results
+
+
+async def _loaded(target: Target, url: str, tools: list[str], clients: int, seconds: float) -> dict[str, Any]:
+    await target.wait_listening()
+    found = await http_load(url, tools, clients, seconds)
+    assert target.process is not None
+    found["rss_kib"], found["processes"] = tree_rss_kib(target.process.pid)
+    return found
+
+
+def pids_rss_kib(pids: list[int]) -> tuple[int, int]:
+    """(resident KiB of ``pids`` and every process under them, how many processes that is)."""
+    trees = [tree_rss_kib(pid) for pid in pids]
+    return sum(rss for rss, _ in trees), sum(count for _, count in trees)
+
+
+def contextforge_load(config: Path, root: Path, clients: int, seconds: float) -> dict[str, Any]:
+    from bench.peer_contextforge import start
+
+    with start(config, free_port(), root / "contextforge-http") as running:
+        found = asyncio.run(http_load(running.url, ["everything-echo", "echo"], clients, seconds, running.headers))
+        found["rss_kib"], found["processes"] = pids_rss_kib(running.pids)
+    return found
+
+
+def contextforge_listing(root: Path, servers: dict[str, dict[str, Any]], within: float) -> dict[str, Any]:
+    """ContextForge from spawn to its virtual server's first listing over HTTP, and its whole tree then."""
+    from bench.peer_contextforge import start
+
+    config = write_config(root, f"contextforge-{len(servers)}", servers)
+    started = time.perf_counter()
+    with start(config, free_port(), root / f"contextforge-{len(servers)}") as running:
+
+        async def listing() -> list[dict[str, Any]]:
+            client = LoadClient(0, running.url, "2025-11-25", Tally(), headers=running.headers)
+            try:
+                await client.open()
+                tools: list[dict[str, Any]] = []
+                params: dict[str, Any] = {}
+                for _ in range(1000):
+                    _, answer = await client.post("tools/list", params, within=within)
+                    tools += answer["result"]["tools"]
+                    cursor = answer["result"].get("nextCursor")
+                    if not cursor:
+                        return tools
+                    params = {"cursor": cursor}
+                raise RuntimeError("tools/list: more than 1000 pages")
+            finally:
+                await client.close()
+
+        tools = asyncio.run(listing())
+        seconds = time.perf_counter() - started
+        rss, processes = pids_rss_kib(running.pids)
+    return {
+        "ms": round(seconds * 1000),
+        "tools": len(tools),
+        "tokens": visible_tokens(tools),
+        "rss_kib": rss,
+        "processes": processes,
+    }
 
 
 def mcp_proxy_listing(front: Front, root: Path, servers: dict[str, dict[str, Any]], within: float) -> dict[str, Any]:
@@ -635,8 +704,15 @@ def attempt(run: Run, label: str, action: Callable[[], Any]) -> Any:
         run.checkpoint()
 
 
-def measure(quick: bool, only: tuple[str, ...] = SECTIONS, save: Path | None = None) -> dict[str, Any]:
+def measure(
+    quick: bool, only: tuple[str, ...] = SECTIONS, save: Path | None = None, fronts_wanted: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Every figure of ``only``, for the fronts whose names contain one of ``fronts_wanted`` (all: empty)."""
     run = Run(quick, save=save)
+
+    def wanted(name: str) -> bool:
+        return not fronts_wanted or any(part.lower() in name.lower() for part in fronts_wanted)
+
     fronts = [_lazymcp_front()]
     mcp_proxy: Front | None = None
     for name in INSTALLABLE:
@@ -649,6 +725,12 @@ def measure(quick: bool, only: tuple[str, ...] = SECTIONS, save: Path | None = N
             fronts += _fastmcp_fronts(python)
         else:
             mcp_proxy = _mcp_proxy_front(python)
+    if mcp_proxy is not None and not wanted(mcp_proxy.name):
+        mcp_proxy = None
+    contextforge = wanted(CONTEXTFORGE)
+    if contextforge:
+        run.versions["mcp-contextforge-gateway"] = CONTEXTFORGE_SPEC
+    fronts = [front for front in fronts if wanted(front.name)]
     stdio_fronts = [front for front in fronts if front.stdio(Path("x"))]
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
@@ -658,37 +740,52 @@ def measure(quick: bool, only: tuple[str, ...] = SECTIONS, save: Path | None = N
             raise SystemExit(f"bench.peers: the real servers are not available: {real}")
         catalogs = catalog_servers()
         configs = {"5": write_config(root, "real-5", real), "30": write_config(root, "catalogs-30", catalogs)}
-        repeats = 1 if quick else 3
+        repeats = {"5": 1 if quick else 3, "30": 1 if quick else 2}  # FastMCP takes minutes over 30
         for size, servers in (("5", real), ("30", catalogs)) if "listing" in only else ():
             print(f"first listings, {size} servers", file=sys.stderr)
             section: dict[str, Any] = {}
             run.sections[f"listing_{size}"] = section
-            section["direct"] = attempt(run, f"direct, {size} servers", partial(direct_listing, servers, env, 300.0))
+            if wanted("direct"):
+                listing = partial(direct_listing, servers, env, STARTUP_S)
+                section["direct"] = attempt(run, f"direct, {size} servers", listing)
             for front in stdio_fronts:
                 section[front.name] = attempt(
-                    run, f"{front.name}, {size} servers", partial(startup, front, configs[size], env, repeats, 300.0)
+                    run,
+                    f"{front.name}, {size} servers",
+                    partial(startup, front, configs[size], env, repeats[size], STARTUP_S),
                 )
             if mcp_proxy is not None:
                 section[mcp_proxy.name] = attempt(
                     run,
                     f"{mcp_proxy.name}, {size} servers",
-                    partial(mcp_proxy_listing, mcp_proxy, root, servers, 300.0),
+                    partial(mcp_proxy_listing, mcp_proxy, root, servers, STARTUP_S),
+                )
+            if contextforge:
+                section[CONTEXTFORGE] = attempt(
+                    run, f"{CONTEXTFORGE}, {size} servers", partial(contextforge_listing, root, servers, STARTUP_S)
                 )
         everything = real["everything"]
         direct = [everything["command"], *everything["args"]]
         if "calls" in only:
             print("tools/call over stdio", file=sys.stderr)
+            rounds, budget = (50, 20.0) if quick else (500, 90.0)
             run.sections["calls"] = attempt(
-                run,
-                "tools/call",
-                partial(calls, stdio_fronts, configs["5"], direct, env, 50 if quick else 500, 20.0 if quick else 90.0),
+                run, "tools/call", partial(calls, stdio_fronts, configs["5"], direct, env, rounds, budget)
             )
         if "http" in only:
             print("50 clients over HTTP", file=sys.stderr)
             http_fronts = [*fronts, *([mcp_proxy] if mcp_proxy else [])]
-            run.sections["http"] = attempt(
-                run, "HTTP load", partial(http_section, http_fronts, root, everything, 50, 3.0 if quick else 15.0)
+            load = partial(
+                http_section,
+                http_fronts,
+                root,
+                everything,
+                50,
+                3.0 if quick else 15.0,
+                direct=wanted("direct"),
+                contextforge=contextforge,
             )
+            run.sections["http"] = attempt(run, "HTTP load", load)
         searching: dict[str, Any] = {}
         for front in fronts if "search" in only else ():
             print(f"search on the dev set: {front.name}", file=sys.stderr)
@@ -723,6 +820,10 @@ def _cell(value: Any, show: Callable[[dict[str, Any]], str]) -> str:
     return show(found)
 
 
+def _tokens(value: dict[str, Any]) -> str:
+    return f"{value['tokens']:,} ({value['tools']:,})"
+
+
 def _mib(kib: int) -> str:
     return f"{kib / 1024:,.0f}"
 
@@ -734,8 +835,8 @@ def table(results: dict[str, Any]) -> str:
         names.update(dict.fromkeys(results.get(section) or {}))
     columns = list(names)
     rows: list[tuple[str, str, Callable[[dict[str, Any]], str]]] = [
-        ("tokens a stock client's model sees, 5 servers", "listing_5", lambda v: f"{v['tokens']:,}"),
-        ("tokens a stock client's model sees, 30 servers (954 tools)", "listing_30", lambda v: f"{v['tokens']:,}"),
+        ("tokens a stock client's model sees (tools listed), 5 servers", "listing_5", _tokens),
+        ("the same, 30 servers (954 tools)", "listing_30", _tokens),
         (
             "first `tools/list`, 5 servers, cold / warm (ms)",
             "listing_5",
@@ -828,14 +929,32 @@ def write(results: dict[str, Any]) -> None:
         )
 
 
+def updated(earlier: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """``earlier``'s figures with this run's in their place, front by front."""
+    merged = dict(earlier)
+    for key, value in now.items():
+        before = earlier.get(key)
+        if isinstance(value, dict) and isinstance(before, dict) and key not in ("machine", "not_measured"):
+            merged[key] = {**cast(dict[str, Any], before), **cast(dict[str, Any], value)}
+        else:
+            merged[key] = value
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.peers", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repeat, 50 call rounds, 3 s of load, 15 queries")
     parser.add_argument("--json", metavar="FILE", help="also write every figure to FILE")
     parser.add_argument("--no-write", action="store_true", help="print the table; leave PEERS.md and README alone")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="measure only these")
+    parser.add_argument("--fronts", nargs="+", default=[], metavar="NAME", help="measure only the fronts named so")
+    parser.add_argument("--update", metavar="FILE", help="keep FILE's figures where this run measures none")
     args = parser.parse_args(argv)
-    results = measure(args.quick, tuple(args.only), Path(args.json) if args.json else None)
+    results = measure(args.quick, tuple(args.only), Path(args.json) if args.json else None, tuple(args.fronts))
+    if args.update:
+        results = updated(json.loads(Path(args.update).read_text()), results)
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2))
     print(table(results))
     if not args.no_write:
         write(results)
