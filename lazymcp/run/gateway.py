@@ -277,7 +277,8 @@ def run_gateway(
         observe.watch(observe.AUDIT)
     metrics = metrics_of(launch, http)
     if traces.asked():
-        observe.watch(traces.Traces())
+        observe.tracing = traces.Traces()
+        observe.watch(observe.tracing)
     peers = None
     if cluster is not None and http is not None:  # the Redis client is loaded only for --redis
         from lazymcp.run.cluster import Cluster
