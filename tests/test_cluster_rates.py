@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 
 from lazymcp.ratelimit import Rate
@@ -162,3 +164,28 @@ async def test_a_principals_calls_over_two_instances_hit_429_at_the_limit_and_re
     assert all(int(headers["retry-after"]) >= 1 for _, headers, _ in refused)
     assert for_bob[0] == 200
     assert later[-1] == 200
+
+
+@needs_redis
+@pytest.mark.anyio
+async def test_with_redis_stopped_an_instance_counts_alone_and_never_hangs(tmp_path: Path) -> None:
+    """Redis stopped under a running instance: its calls are still answered at once, counted here (two
+    go through, the third gets 429), and ``/readyz`` says degraded."""
+    redis_port, port = free_port(), free_port()
+    flags = ["--rate-limit", "2/min", "--mode", "proxy"]
+    echo = tool_call(2, "math__echo", text="hi")
+    async with AsyncExitStack() as redis:
+        await redis.enter_async_context(redis_server(redis_port))
+        async with instance(plain_config(tmp_path), tmp_path / "a", port, redis_port, flags):
+            with anyio.fail_after(TIMEOUT * 2):
+                session = await open_session(port)
+                await redis.aclose()  # Redis stops
+                statuses = [(await post(port, echo, session))[0] for _ in range(3)]
+
+                async def degraded() -> bool:
+                    async with httpx2.AsyncClient(trust_env=False) as client:
+                        answer = await client.get(f"http://127.0.0.1:{port}/readyz")
+                    return answer.json()["status"] == "degraded"
+
+                await until(degraded, within=TIMEOUT, what="/readyz saying degraded")
+    assert statuses == [200, 200, 429]
