@@ -280,3 +280,60 @@ async def test_without_the_variable_no_opentelemetry_module_is_loaded(tmp_path: 
             stderr = await p.stderr()
     assert "result" in answered
     assert "LOADED [] None" in stderr
+
+
+class Session:
+    """What ``Traces`` keys a session's spans by (the driver, in a gateway)."""
+
+
+def test_a_hop_ends_with_its_answer_or_its_servers_stop_and_a_closed_session_ends_the_rest() -> None:
+    """With the SDK's in-memory exporter: a hop that got an error, one whose server stopped, the gateway's
+    own request to a server (no span), a request answered, and one left when the session closed."""
+    pytest.importorskip("opentelemetry.sdk", reason="traces need opentelemetry-sdk (lazymcp[otel])")
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from lazymcp.core.actions import Stop, ToClient, ToServer
+    from lazymcp.jsonrpc import Frame, params_meta, parse
+    from lazymcp.run.traces import Traces
+
+    memory, session = InMemorySpanExporter(), Session()
+    traces = Traces({}, exporter=memory)
+
+    def to_server(request_id: int, meta: dict[str, object]) -> ToServer:
+        return ToServer(Frame(tool_call(request_id, "x") | {"params": {"name": "x", "_meta": meta}}), "a")
+
+    raw = b"not json"
+    assert traces.incoming(session, raw) is raw  # the core answers it
+    first = traces.incoming(session, Frame(tool_call(1, "a__x", text="secret")))
+    second = traces.incoming(session, Frame(tool_call(2, "a__x")))
+    assert isinstance(first, Frame) and isinstance(second, Frame)
+    own = to_server(8, {})
+    sent = traces.outgoing(session, [to_server(7, params_meta(first.message)), own])
+    assert sent[1] is own  # the gateway's own request: no client span to join
+    hop = params_meta(sent[0].frame.message)["traceparent"]  # pyright: ignore[reportAttributeAccessIssue]
+    assert hop != params_meta(first.message)["traceparent"]
+    traces.from_server(session, "a", b'{"jsonrpc": "2.0", "id": 7, "error": {"code": -32602, "message": "no"}}')
+    traces.outgoing(session, [to_server(9, params_meta(second.message))])
+    traces.outgoing(session, [Stop("gone", "a"), ToClient(Frame({"jsonrpc": "2.0", "id": 1, "result": {}}))])
+    traces.closed(session)
+    spans = {(span.name, span.attributes["jsonrpc.request.id"]): span for span in memory.get_finished_spans()}  # pyright: ignore[reportOptionalSubscript]
+    assert set(spans) == {
+        ("tools/call a__x", "1"),
+        ("tools/call a__x", "2"),
+        ("tools/call x", "7"),
+        ("tools/call x", "9"),
+    }
+    errors = {key: span.attributes.get("error.type") for key, span in spans.items()}  # pyright: ignore[reportOptionalMemberAccess]
+    assert errors == {
+        ("tools/call a__x", "1"): None,
+        ("tools/call a__x", "2"): "session_closed",
+        ("tools/call x", "7"): "-32602",
+        ("tools/call x", "9"): "server_stopped",
+    }
+    parent = spans[("tools/call x", "7")].parent
+    assert parent is not None and parent.span_id == spans[("tools/call a__x", "1")].context.span_id  # pyright: ignore[reportOptionalMemberAccess]
+    context = spans[("tools/call x", "7")].context
+    assert context is not None
+    assert hop == f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+    assert "secret" not in repr([dict(span.attributes or {}) for span in spans.values()])
+    assert parse(sent[0].frame.line)["id"] == 7

@@ -312,6 +312,8 @@ class Driver:
             self._timer.cancel()
         if not self.done.done():
             self.done.set_result(0)
+        if observe.tracing is not None:
+            observe.tracing.closed(self)
         self.connections.clear()
         for stop in self._stops.values():
             stop.set()

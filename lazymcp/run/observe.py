@@ -57,6 +57,10 @@ class Tracing(Protocol):
         """A server's line."""
         ...
 
+    def closed(self, session: object) -> None:
+        """The session ended: what it left unanswered ends too."""
+        ...
+
 
 tracing: Tracing | None = None
 """Set when traces are on; the driver hands it what crosses each session (None: nothing is looked at)."""

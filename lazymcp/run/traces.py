@@ -18,7 +18,7 @@ is set, and nothing otherwise:
   ``_meta.traceparent`` is a request span's) opens a span of kind client, the hop, a child of that
   request's span, and goes with the hop's context in ``_meta.traceparent`` (a stdio server reads it
   there; an HTTP server gets it as the ``traceparent`` header too, ``lazymcp.run.connections``). It ends
-  with the server's answer (``from_server``), or when the server stops.
+  with the server's answer (``from_server``), when the server stops, or when the session ends (``closed``).
 
 Attributes follow the semantic conventions for MCP where they exist: ``mcp.method.name``,
 ``jsonrpc.request.id``, ``gen_ai.tool.name``, ``gen_ai.prompt.name``, ``gen_ai.operation.name``
@@ -72,19 +72,21 @@ class _Open:
 class Traces(Watcher):
     """A span per client request and per call to a server (a ``Watcher`` so that the cores report calls)."""
 
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
-        """Raises:
-        ConfigError: an exporter lazymcp cannot make.
+    def __init__(self, environ: Mapping[str, str] | None = None, exporter: SpanExporter | None = None) -> None:
+        """``exporter``: where spans go, else the one ``OTEL_TRACES_EXPORTER`` names.
+
+        Raises:
+            ConfigError: an exporter lazymcp cannot make.
         """
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
         environ = os.environ if environ is None else environ
-        exporter = environ.get("OTEL_TRACES_EXPORTER", "console").strip().lower()
+        name = environ.get("OTEL_TRACES_EXPORTER", "console").strip().lower()
         resource = Resource.create({"service.name": environ.get("OTEL_SERVICE_NAME") or "lazymcp"})
         self.provider = TracerProvider(resource=resource)
-        self.provider.add_span_processor(SimpleSpanProcessor(_exporter(exporter)))
+        self.provider.add_span_processor(SimpleSpanProcessor(exporter or _exporter(name)))
         self.tracer = self.provider.get_tracer("lazymcp")
         self._open: weakref.WeakKeyDictionary[object, _Open] = weakref.WeakKeyDictionary()
         self._by_context: dict[str, Span] = {}
@@ -168,6 +170,16 @@ class Traces(Watcher):
         span = state.calls.pop((server, jsonrpc.id_key(message.get("id"))), None)
         if span is not None:
             _finish(span, _error_of(message))
+
+    def closed(self, session: object) -> None:
+        """The session ended: its hops and requests left unanswered end (``error.type`` ``session_closed``)."""
+        state = self._open.pop(session, None)
+        if state is None:
+            return
+        for span in state.calls.values():
+            _finish(span, "session_closed")
+        for key in list(state.requests):
+            self._end_request(state, key, "session_closed")
 
     def _hop(self, state: _Open, action: ToServer) -> ToServer:
         message = action.frame.message
