@@ -1,8 +1,9 @@
 """Traces of what the gateway does, with OpenTelemetry (``pip install "lazymcp[otel]"``).
 
 Traces are on when the OpenTelemetry SDK is installed and the standard variables ask for them:
-``OTEL_TRACES_EXPORTER`` (``console``: one JSON line a span on stderr, since stdout may be the MCP
-channel; ``otlp``: needs ``opentelemetry-exporter-otlp``), ``OTEL_SERVICE_NAME`` (default ``lazymcp``),
+``OTEL_TRACES_EXPORTER`` (``console``: one JSON line a span on stderr as it ends, since stdout may be
+the MCP channel; ``otlp``: needs ``opentelemetry-exporter-otlp``, sent in batches by the SDK's batch
+processor, ``OTEL_BSP_*``), ``OTEL_SERVICE_NAME`` (default ``lazymcp``),
 and the exporter's own ``OTEL_EXPORTER_*``. Otherwise this module is not imported and nothing costs.
 
 The driver (``lazymcp.run.driver``) hands ``Traces`` what crosses a session, when ``observe.tracing``
@@ -80,13 +81,16 @@ class Traces(Watcher):
         """
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
         environ = os.environ if environ is None else environ
         name = environ.get("OTEL_TRACES_EXPORTER", "console").strip().lower()
         resource = Resource.create({"service.name": environ.get("OTEL_SERVICE_NAME") or "lazymcp"})
         self.provider = TracerProvider(resource=resource)
-        self.provider.add_span_processor(SimpleSpanProcessor(exporter or _exporter(name)))
+        # a console span is written as it ends; spans for the network go in batches from a thread of
+        # their own (flushed at exit), so that a slow collector never slows a call
+        processor = SimpleSpanProcessor if exporter is not None or name == "console" else BatchSpanProcessor
+        self.provider.add_span_processor(processor(exporter or _exporter(name)))
         self.tracer = self.provider.get_tracer("lazymcp")
         self._open: weakref.WeakKeyDictionary[object, _Open] = weakref.WeakKeyDictionary()
         self._by_context: dict[str, Span] = {}
