@@ -7,7 +7,9 @@ Three cores side by side, round by round:
 - ``plain``: no policy, no limit, not watched (what a gateway with none of them configured runs);
 - ``guarded``: a policy grant (allow every server but one, deny a pattern) and both rate limits (set far
   above the rounds, so every call is counted and none refused);
-- ``guarded, watched``: the same, reporting each call (``Called``) and making its audit line.
+- ``guarded, shared``: the same, counted by ``--redis``'s ``SharedCounter`` (its syncs with Redis run
+  apart, off the call path);
+- ``guarded, watched``: the same as ``guarded``, reporting each call (``Called``) and making its audit line.
 
 Also the price of a session's start: building a granted session's catalog (once per grant, then shared)
 against taking the ungranted one from its seed; and the time to make a ``/metrics`` page after calls to
@@ -31,6 +33,7 @@ from lazymcp.jsonrpc import request_line
 from lazymcp.manifest import Manifest
 from lazymcp.policy import Principal, parse_policy
 from lazymcp.ratelimit import Limiter, MemoryCounter, Rate
+from lazymcp.run.cluster_rates import SharedCounter
 from lazymcp.run.observe import audit_line
 from lazymcp.sample import synthetic_tools
 
@@ -113,6 +116,9 @@ def main() -> None:
         "plain": round_trip(plain, tool, False),
         "guarded": round_trip(
             core(grant=grant, limiter=Limiter(MemoryCounter(), plenty, (("s0", plenty),)), **limits), tool, False
+        ),
+        "guarded, shared": round_trip(  # --redis: the counter the instances reconcile (its sync is off the call)
+            core(grant=grant, limiter=Limiter(SharedCounter(), plenty, (("s0", plenty),)), **limits), tool, False
         ),
         "guarded, watched": round_trip(
             core(grant=grant, limiter=Limiter(MemoryCounter(), plenty, (("s0", plenty),)), observe=True, **limits),

@@ -7,6 +7,7 @@ whatever they pass on unchanged is written as it arrived.
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeGuard, cast
 
 import orjson
@@ -87,6 +88,10 @@ def notification_line(method: str, params: dict[str, Any] | None = None) -> byte
 def field(value: object, key: str) -> object:
     """``value[key]`` when ``value`` is a JSON object, else None."""
     return cast(dict[str, object], value).get(key) if isinstance(value, dict) else None
+
+
+TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
+"""A W3C trace context, as the ``traceparent`` header and ``_meta.traceparent`` carry it."""
 
 
 def params_meta(message: Message) -> dict[str, object]:

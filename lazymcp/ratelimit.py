@@ -7,8 +7,9 @@ principal's calls to that server's tools. The gateway's core asks ``Limiter.admi
 on; a refused call is answered with a ``RATE_LIMITED`` error whose data says when to retry (over HTTP
 the front sends it with status 429 and ``Retry-After``). See spec/gateway.md, "Rate limits".
 
-The counting is behind ``Counter``, one method; ``MemoryCounter`` counts in this process. A counter
-shared by several gateway instances can take its place.
+The counting is behind ``Counter``, one method; ``MemoryCounter`` counts in this process. Several
+gateway instances sharing a Redis (``--redis``) count with ``lazymcp.run.cluster_rates.SharedCounter``,
+which keeps a ``MemoryCounter`` and charges it with the calls the other instances let through.
 """
 
 from __future__ import annotations
@@ -74,10 +75,20 @@ class MemoryCounter:
             wait = 0.0
         else:
             wait = (1.0 - left) * rate.period / rate.count
+        self._keep(key, left, now)
+        return wait
+
+    def charge(self, key: str, rate: Rate, calls: int, now: float) -> None:
+        """Take ``calls`` that another instance let through from ``key``'s bucket, which may go below
+        empty (down to minus one burst): the calls to come then wait for the ones already let through."""
+        left, then = self._buckets.pop(key, (float(rate.count), now))
+        left = min(float(rate.count), left + max(0.0, now - then) * rate.count / rate.period)
+        self._keep(key, max(-float(rate.count), left - calls), now)
+
+    def _keep(self, key: str, left: float, now: float) -> None:
         self._buckets[key] = (left, now)
         if len(self._buckets) > self.max_keys:
             self._buckets.popitem(last=False)
-        return wait
 
 
 @dataclass(frozen=True, slots=True)

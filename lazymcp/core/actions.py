@@ -114,7 +114,7 @@ class Called:
     outcome: str
     seconds: float = 0.0
     traceparent: str | None = None
-    """The W3C trace context the call came with (``_meta.traceparent``), if any."""
+    """The W3C trace context the call came with (``_meta.traceparent``; with traces on, its request span's)."""
 
 
 Action = ToClient | ToServer | Start | Stop | Save | Say | Fail | Ready | Called

@@ -16,6 +16,8 @@ another instance sent on to its owner (``lazymcp.run.forward``).
   retried): the instance serves the sessions it owns, opens new ones, says ``degraded`` on ``/readyz``,
   and logs one line when Redis is lost and one when it is back; its next heartbeat then writes every
   session it owns again, those opened meanwhile too.
+- Rate limits are counted in each instance and reconciled through Redis in the background
+  (``lazymcp.run.cluster_rates``); Redis unreachable, each instance counts alone.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from lazymcp.limits import Limits
 from lazymcp.messages import Tool
 from lazymcp.notices import say
 from lazymcp.run.cluster_lists import SharedLists
+from lazymcp.run.cluster_rates import SharedCounter
 from lazymcp.run.forward import FORWARDED_HEADER, Forwarder, Owner
 
 if TYPE_CHECKING:
@@ -135,6 +138,11 @@ class Cluster:
         self.lists = SharedLists(self.id, entries)
         """The servers' manifests, shared with the other instances."""
         self.lists.redis, self.lists.errors, self.lists.on_error = self.redis, REDIS_ERRORS, self._lost
+        self.rates = SharedCounter()
+        """The rate limits' counts, shared with the other instances (``lazymcp.run.cluster_rates``)."""
+        self.rates.redis, self.rates.errors, self.rates.wait = self.redis, REDIS_ERRORS, REDIS_WAIT * 2
+        self.rates.on_error, self.rates.on_ok = self._lost, self._back
+        self._syncing: asyncio.Task[None] | None = None
 
     def _errors(self) -> tuple[type[BaseException], ...]:
         return REDIS_ERRORS
@@ -175,9 +183,10 @@ class Cluster:
         await self._beat()
         self._beating = asyncio.ensure_future(self._beat_forever())
         self._listening = asyncio.ensure_future(self.lists.listen(tell))
+        self._syncing = asyncio.ensure_future(self.rates.sync_forever())
 
     async def aclose(self) -> None:
-        for task in (self._beating, self._listening):
+        for task in (self._beating, self._listening, self._syncing):
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)

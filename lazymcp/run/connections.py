@@ -368,9 +368,14 @@ class HttpConnection:
         from lazymcp.bridge import PROTOCOL_VERSION_KEY
 
         method = message.get("method")
-        version = jsonrpc.params_meta(message).get(PROTOCOL_VERSION_KEY)
+        meta = jsonrpc.params_meta(message)
+        traceparent = meta.get("traceparent")
+        headers: dict[str, str] = {}
+        if isinstance(traceparent, str) and jsonrpc.TRACEPARENT.fullmatch(traceparent):  # the W3C header too
+            headers["traceparent"] = traceparent
+        version = meta.get(PROTOCOL_VERSION_KEY)
         if isinstance(version, str):
-            headers = {MCP_PROTOCOL_VERSION_HEADER: version}
+            headers[MCP_PROTOCOL_VERSION_HEADER] = version
             if isinstance(method, str):
                 headers[MCP_METHOD_HEADER] = method
                 name = jsonrpc.field(message.get("params"), NAME_BEARING_METHODS.get(method, ""))
@@ -378,8 +383,8 @@ class HttpConnection:
                     headers[MCP_NAME_HEADER] = encode_header_value(name)
             return headers
         if self._legacy_version is not None and method != "initialize":
-            return {MCP_PROTOCOL_VERSION_HEADER: self._legacy_version}
-        return {}
+            headers[MCP_PROTOCOL_VERSION_HEADER] = self._legacy_version
+        return headers
 
     async def stop(self) -> None:
         if self._outbox is not None:

@@ -95,6 +95,8 @@ class Driver:
     def from_client(self, data: bytes | Frame) -> None:
         """One client message: its line, or its frame when the caller has parsed it."""
         try:
+            if observe.tracing is not None:
+                data = observe.tracing.incoming(self, data)
             actions = self.core.from_client(data, self.loop.time())
         except Exception as exc:  # a bug must cost one request, never the session
             self.say(f"internal error on a client message: {exc!r}")
@@ -109,6 +111,8 @@ class Driver:
         if self.done.done():
             return
         try:
+            if observe.tracing is not None:
+                observe.tracing.from_server(self, server, line)
             actions = self.core.from_server(server, line, self.loop.time())
         except Exception as exc:
             self.say(f"internal error on a message of server {server!r}: {exc!r}")
@@ -157,6 +161,8 @@ class Driver:
             connection.pause(paused)
 
     def _carry_out(self, actions: list[Action]) -> None:
+        if observe.tracing is not None:
+            actions = observe.tracing.outgoing(self, actions)
         for action in actions:
             if isinstance(action, ToClient):
                 self.to_client(action.frame)
@@ -306,6 +312,8 @@ class Driver:
             self._timer.cancel()
         if not self.done.done():
             self.done.set_result(0)
+        if observe.tracing is not None:
+            observe.tracing.closed(self)
         self.connections.clear()
         for stop in self._stops.values():
             stop.set()

@@ -30,7 +30,7 @@ from lazymcp.notices import LOGGER, say
 from lazymcp.options import Options
 from lazymcp.packed import Packed
 from lazymcp.policy import ANONYMOUS, Grant, Principal, check_policy
-from lazymcp.ratelimit import Limiter, MemoryCounter, Rate
+from lazymcp.ratelimit import Counter, Limiter, MemoryCounter, Rate
 from lazymcp.run import observe, traces
 from lazymcp.run.driver import Driver
 from lazymcp.run.manifests import ManifestStore
@@ -197,13 +197,14 @@ def metrics_of(launch: Launch, http: tuple[str, int] | None) -> Metrics | None:
     return metrics
 
 
-def limiter_of(launch: Launch) -> Limiter | None:
-    """The rate limits of ``--rate-limit`` and the servers' ``rateLimit``, counted in this process; None
-    when there are none (a call then costs no counting at all)."""
+def limiter_of(launch: Launch, counter: Counter | None = None) -> Limiter | None:
+    """The rate limits of ``--rate-limit`` and the servers' ``rateLimit``, counted by ``counter`` (the
+    cluster's, with ``--redis``), else in this process; None when there are none (a call then costs no
+    counting at all)."""
     servers = tuple((entry.name, entry.rate_limit) for entry in launch.config.enabled if entry.rate_limit)
     if launch.rate_limit is None and not servers:
         return None
-    return Limiter(MemoryCounter(), launch.rate_limit, servers)
+    return Limiter(counter or MemoryCounter(), launch.rate_limit, servers)
 
 
 def known_tools(gateway: Gateway) -> dict[str, list[str] | None]:
@@ -276,7 +277,8 @@ def run_gateway(
         observe.watch(observe.AUDIT)
     metrics = metrics_of(launch, http)
     if traces.asked():
-        observe.watch(traces.Traces())
+        observe.tracing = traces.Traces()
+        observe.watch(observe.tracing)
     peers = None
     if cluster is not None and http is not None:  # the Redis client is loaded only for --redis
         from lazymcp.run.cluster import Cluster
@@ -301,7 +303,7 @@ def run_gateway(
                 "gateway",
                 f"{config.source}: 'lazymcp.access' names {', '.join(map(repr, unknown))}, no token of the token file",
             )
-    limiter = limiter_of(launch)
+    limiter = limiter_of(launch, peers.rates if peers is not None else None)
     LOGGER.info(start_line(first, config.source, http, launch.eager, access))
     if http is not None:
         from lazymcp.run.http_front import HttpFront, serve_front

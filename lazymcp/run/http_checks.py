@@ -6,7 +6,6 @@ every front: the proxy's and the gateway's, and ``serve --http``'s, whose SDK ap
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import cast
 from urllib.parse import urlsplit
@@ -51,9 +50,6 @@ def retry_after(answer: jsonrpc.Frame) -> str | None:
     return str(seconds) if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0 else "1"
 
 
-TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
-
-
 def with_trace_context(frame: jsonrpc.Frame, traceparent: str | None) -> jsonrpc.Frame:
     """A request with the W3C trace context of its ``traceparent`` header in ``params._meta.traceparent``,
     where servers and traces read it, unless it names one there already; else the frame as it came."""
@@ -63,7 +59,7 @@ def with_trace_context(frame: jsonrpc.Frame, traceparent: str | None) -> jsonrpc
     if params is not None and not isinstance(params, dict):
         return frame
     meta = jsonrpc.params_meta(frame.message)
-    if "traceparent" in meta or not TRACEPARENT.fullmatch(traceparent.strip()):
+    if "traceparent" in meta or not jsonrpc.TRACEPARENT.fullmatch(traceparent.strip()):
         return frame
     members = cast(dict[str, object], params or {})
     return frame.changed(params={**members, "_meta": {**meta, "traceparent": traceparent.strip()}})

@@ -14,9 +14,12 @@ metrics are ``lazymcp.run.metrics``'s.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import orjson
 
-from lazymcp.core.actions import Called
+from lazymcp import jsonrpc
+from lazymcp.core.actions import Action, Called
 from lazymcp.notices import LOGGER
 
 
@@ -37,6 +40,30 @@ class Watcher:
 
 
 _WATCHERS: list[Watcher] = []
+
+
+class Tracing(Protocol):
+    """Sees each message crossing a session (``lazymcp.run.traces.Traces``), when traces are on."""
+
+    def incoming(self, session: object, data: bytes | jsonrpc.Frame) -> bytes | jsonrpc.Frame:
+        """A client's message, as it goes on to the core."""
+        ...
+
+    def outgoing(self, session: object, actions: list[Action]) -> list[Action]:
+        """What the core decided, as it is carried out."""
+        ...
+
+    def from_server(self, session: object, server: str, line: bytes) -> None:
+        """A server's line."""
+        ...
+
+    def closed(self, session: object) -> None:
+        """The session ended: what it left unanswered ends too."""
+        ...
+
+
+tracing: Tracing | None = None
+"""Set when traces are on; the driver hands it what crosses each session (None: nothing is looked at)."""
 
 
 def watch(watcher: Watcher) -> None:

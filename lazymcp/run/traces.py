@@ -1,16 +1,31 @@
-"""Traces of the gateway's calls, with OpenTelemetry (``pip install "lazymcp[otel]"``).
+"""Traces of what the gateway does, with OpenTelemetry (``pip install "lazymcp[otel]"``).
 
 Traces are on when the OpenTelemetry SDK is installed and the standard variables ask for them:
-``OTEL_TRACES_EXPORTER`` (``console``: one JSON line a span on stderr, since stdout may be the MCP
-channel; ``otlp``: needs ``opentelemetry-exporter-otlp``), ``OTEL_SERVICE_NAME`` (default ``lazymcp``),
+``OTEL_TRACES_EXPORTER`` (``console``: one JSON line a span on stderr as it ends, since stdout may be
+the MCP channel; ``otlp``: needs ``opentelemetry-exporter-otlp``, sent in batches by the SDK's batch
+processor, ``OTEL_BSP_*``), ``OTEL_SERVICE_NAME`` (default ``lazymcp``),
 and the exporter's own ``OTEL_EXPORTER_*``. Otherwise this module is not imported and nothing costs.
 
-Each answered ``tools/call`` (``Called``) is one span, named ``tools/call <tool>``, from the call leaving
-for its server to its answer, with the semantic conventions for MCP where they exist
-(``mcp.method.name``, ``gen_ai.tool.name``, ``gen_ai.operation.name``) and ``lazymcp.server``,
-``lazymcp.outcome``, ``lazymcp.principal``. A call whose ``_meta.traceparent`` names a W3C trace context
-is a child of it; the ``_meta`` goes on to the server as it came (an HTTP front puts a request's
-``traceparent`` header there: ``lazymcp.run.http_checks.with_trace_context``).
+The driver (``lazymcp.run.driver``) hands ``Traces`` what crosses a session, when ``observe.tracing``
+is set, and nothing otherwise:
+
+- each client request (``incoming``) opens a span of kind server, ``<method> <target>`` (the tool or
+  prompt named), a child of the W3C trace context in its ``_meta.traceparent`` (an HTTP front puts a
+  request's ``traceparent`` header there: ``lazymcp.run.http_checks.with_trace_context``); the request
+  then goes on with the span's own context in ``_meta.traceparent``, and the span ends with the answer to
+  the client (``outgoing``). A ``tools/call`` answered gets its server, outcome and principal from the
+  core's ``Called``.
+- each request the gateway sends a server on a client request's behalf (``outgoing``: its
+  ``_meta.traceparent`` is a request span's) opens a span of kind client, the hop, a child of that
+  request's span, and goes with the hop's context in ``_meta.traceparent`` (a stdio server reads it
+  there; an HTTP server gets it as the ``traceparent`` header too, ``lazymcp.run.connections``). It ends
+  with the server's answer (``from_server``), when the server stops, or when the session ends (``closed``).
+
+Attributes follow the semantic conventions for MCP where they exist: ``mcp.method.name``,
+``jsonrpc.request.id``, ``gen_ai.tool.name``, ``gen_ai.prompt.name``, ``gen_ai.operation.name``
+(``execute_tool``), ``mcp.resource.uri``, ``error.type``, ``rpc.response.status_code``; and
+``lazymcp.server``, ``lazymcp.outcome``, ``lazymcp.principal``. At most ``MAX_OPEN`` spans wait per
+session and kind; past it the oldest ends as ``abandoned``.
 """
 
 from __future__ import annotations
@@ -18,18 +33,24 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
-from lazymcp.core.actions import Called
+from lazymcp import jsonrpc
+from lazymcp.core.actions import Action, Called, Stop, ToClient, ToServer
 from lazymcp.errors import ConfigError
 from lazymcp.run.observe import Watcher
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
+    from opentelemetry.trace import Span
 
 EXPORTERS = ("console", "otlp")
+MAX_OPEN = 10_000
+"""Spans waiting for an answer, per session and kind (client requests, server calls)."""
+_TARGETS = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name", "resources/read": "mcp.resource.uri"}
 
 
 def asked(environ: Mapping[str, str] | None = None) -> bool:
@@ -41,48 +62,215 @@ def asked(environ: Mapping[str, str] | None = None) -> bool:
     return importlib.util.find_spec("opentelemetry.sdk") is not None
 
 
-class Traces(Watcher):
-    """A span per answered call."""
+class _Open:
+    """One session's spans waiting for an answer."""
 
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
-        """Raises:
-        ConfigError: an exporter lazymcp cannot make.
+    def __init__(self) -> None:
+        self.requests: OrderedDict[tuple[str, object], Span] = OrderedDict()
+        self.calls: OrderedDict[tuple[str, tuple[str, object]], Span] = OrderedDict()
+
+
+class Traces(Watcher):
+    """A span per client request and per call to a server (a ``Watcher`` so that the cores report calls)."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None, exporter: SpanExporter | None = None) -> None:
+        """``exporter``: where spans go, else the one ``OTEL_TRACES_EXPORTER`` names.
+
+        Raises:
+            ConfigError: an exporter lazymcp cannot make.
         """
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
         environ = os.environ if environ is None else environ
-        exporter = environ.get("OTEL_TRACES_EXPORTER", "console").strip().lower()
+        name = environ.get("OTEL_TRACES_EXPORTER", "console").strip().lower()
         resource = Resource.create({"service.name": environ.get("OTEL_SERVICE_NAME") or "lazymcp"})
         self.provider = TracerProvider(resource=resource)
-        self.provider.add_span_processor(SimpleSpanProcessor(_exporter(exporter)))
+        # a console span is written as it ends; spans for the network go in batches from a thread of
+        # their own (flushed at exit), so that a slow collector never slows a call
+        processor = SimpleSpanProcessor if exporter is not None or name == "console" else BatchSpanProcessor
+        self.provider.add_span_processor(processor(exporter or _exporter(name)))
         self.tracer = self.provider.get_tracer("lazymcp")
+        self._open: weakref.WeakKeyDictionary[object, _Open] = weakref.WeakKeyDictionary()
+        self._by_context: dict[str, Span] = {}
+        """Request spans open, by the traceparent they passed on: where a ``Called`` finds its span."""
 
-    def called(self, call: Called) -> None:
-        from opentelemetry.propagate import extract
-        from opentelemetry.trace import SpanKind, Status, StatusCode
+    def _state(self, session: object) -> _Open:
+        state = self._open.get(session)
+        if state is None:
+            state = self._open[session] = _Open()
+        return state
 
-        parent = extract({"traceparent": call.traceparent}) if call.traceparent else None
-        end = time.time_ns()
-        attributes = {
-            "mcp.method.name": "tools/call",
-            "gen_ai.tool.name": call.tool,
-            "gen_ai.operation.name": "execute_tool",
-            "lazymcp.server": call.server or "",
-            "lazymcp.outcome": call.outcome,
-            "lazymcp.principal": call.principal,
-        }
+    def incoming(self, session: object, data: bytes | jsonrpc.Frame) -> bytes | jsonrpc.Frame:
+        """A client request's span opened; the request, to go on with its context."""
+        frame = jsonrpc.client_frame(data)
+        if frame is None:
+            return data
+        message = frame.message
+        method, request_id, params = message.get("method"), message.get("id"), message.get("params")
+        if not isinstance(method, str) or not jsonrpc.valid_id(request_id):
+            return data
+        if params is not None and not isinstance(params, dict):
+            return data
+        from opentelemetry.trace import SpanKind
+
+        members = cast(dict[str, object], params or {})
+        meta = jsonrpc.params_meta(message)
         span = self.tracer.start_span(
-            f"tools/call {call.tool}",
-            context=parent,
+            _name(method, members),
+            context=_parent(meta.get("traceparent")),
             kind=SpanKind.SERVER,
-            attributes=attributes,
-            start_time=end - int(call.seconds * 1e9),
+            attributes=_attributes(method, request_id, members),
         )
-        if call.outcome not in ("ok",):
-            span.set_status(Status(StatusCode.ERROR, call.outcome))
-        span.end(end_time=end)
+        traceparent = _traceparent_of(span)
+        state = self._state(session)
+        key = jsonrpc.id_key(request_id)
+        if key in state.requests:  # a client reusing an id: the first one's span ends now
+            self._end_request(state, key, "abandoned")
+        state.requests[key] = span
+        self._by_context[traceparent] = span
+        if len(state.requests) > MAX_OPEN:
+            self._end_request(state, next(iter(state.requests)), "abandoned")
+        return frame.changed(params={**members, "_meta": {**meta, "traceparent": traceparent}})
+
+    def outgoing(self, session: object, actions: list[Action]) -> list[Action]:
+        """What a core decided, with each request to a server carrying its hop's context; answers to the
+        client end their request's span, calls answered annotate it, a stopped server ends its hops."""
+        state = self._open.get(session)
+        if state is None:
+            return actions
+        carried = list(actions)
+        answered: list[jsonrpc.Frame] = []
+        for at, action in enumerate(actions):
+            if isinstance(action, ToServer):
+                carried[at] = self._hop(state, action)
+            elif isinstance(action, ToClient):
+                answered.append(action.frame)
+            elif isinstance(action, Called):
+                self._annotate(action)
+            elif isinstance(action, Stop):
+                for key in [key for key in state.calls if key[0] == action.server]:
+                    _finish(state.calls.pop(key), "server_stopped")
+        for frame in answered:
+            message = frame.message
+            if "method" not in message and ("result" in message or "error" in message):
+                key = jsonrpc.id_key(message.get("id"))
+                if key in state.requests:
+                    self._end_request(state, key, _error_of(message))
+        return carried
+
+    def from_server(self, session: object, server: str, line: bytes) -> None:
+        """A server's line: the answer that ends a hop, if it is one."""
+        state = self._open.get(session)
+        if state is None or not state.calls:
+            return
+        try:
+            message = jsonrpc.parse(line)
+        except jsonrpc.NotJSONRPC:
+            return
+        if "method" in message or not ("result" in message or "error" in message):
+            return
+        span = state.calls.pop((server, jsonrpc.id_key(message.get("id"))), None)
+        if span is not None:
+            _finish(span, _error_of(message))
+
+    def closed(self, session: object) -> None:
+        """The session ended: its hops and requests left unanswered end (``error.type`` ``session_closed``)."""
+        state = self._open.pop(session, None)
+        if state is None:
+            return
+        for span in state.calls.values():
+            _finish(span, "session_closed")
+        for key in list(state.requests):
+            self._end_request(state, key, "session_closed")
+
+    def _hop(self, state: _Open, action: ToServer) -> ToServer:
+        message = action.frame.message
+        method, request_id, params = message.get("method"), message.get("id"), message.get("params")
+        if not isinstance(method, str) or not jsonrpc.valid_id(request_id) or not isinstance(params, dict):
+            return action
+        members = cast(dict[str, object], params)
+        meta = jsonrpc.params_meta(message)
+        parent = meta.get("traceparent")
+        if not isinstance(parent, str) or parent not in self._by_context:
+            return action  # the gateway's own request (a handshake, a listing): no client's span to join
+        from opentelemetry.trace import SpanKind
+
+        attributes = {**_attributes(method, request_id, members), "lazymcp.server": action.server}
+        span = self.tracer.start_span(
+            _name(method, members), context=_parent(parent), kind=SpanKind.CLIENT, attributes=attributes
+        )
+        key = (action.server, jsonrpc.id_key(request_id))
+        if key in state.calls:
+            _finish(state.calls.pop(key), "abandoned")
+        state.calls[key] = span
+        if len(state.calls) > MAX_OPEN:
+            _finish(state.calls.pop(next(iter(state.calls))), "abandoned")
+        frame = action.frame.changed(params={**members, "_meta": {**meta, "traceparent": _traceparent_of(span)}})
+        return ToServer(frame, action.server)
+
+    def _annotate(self, call: Called) -> None:
+        span = self._by_context.get(call.traceparent or "")
+        if span is None:
+            return
+        span.set_attributes(
+            {"lazymcp.server": call.server or "", "lazymcp.outcome": call.outcome, "lazymcp.principal": call.principal}
+        )
+        if call.outcome != "ok":
+            span.set_attribute("error.type", call.outcome)
+
+    def _end_request(self, state: _Open, key: tuple[str, object], error: str | None) -> None:
+        span = state.requests.pop(key)
+        self._by_context.pop(_traceparent_of(span), None)
+        _finish(span, error)
+
+
+def _parent(traceparent: object) -> Any:
+    if not isinstance(traceparent, str):
+        return None
+    from opentelemetry.propagate import extract
+
+    return extract({"traceparent": traceparent})
+
+
+def _traceparent_of(span: Span) -> str:
+    context = span.get_span_context()
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
+def _name(method: str, params: object) -> str:
+    target = jsonrpc.field(params, "uri" if method == "resources/read" else "name")
+    return f"{method} {target}" if isinstance(target, str) and method in _TARGETS else method
+
+
+def _attributes(method: str, request_id: object, params: object) -> dict[str, str]:
+    attributes = {"mcp.method.name": method, "jsonrpc.request.id": str(request_id)}
+    target = jsonrpc.field(params, "uri" if method == "resources/read" else "name")
+    if method in _TARGETS and isinstance(target, str):
+        attributes[_TARGETS[method]] = target
+    if method == "tools/call":
+        attributes["gen_ai.operation.name"] = "execute_tool"
+    return attributes
+
+
+def _error_of(message: jsonrpc.Message) -> str | None:
+    """What went wrong in an answer (None: nothing): its JSON-RPC error code, or ``tool_error``."""
+    error = message.get("error")
+    if error is not None:
+        return str(jsonrpc.field(error, "code"))
+    return "tool_error" if jsonrpc.field(message.get("result"), "isError") is True else None
+
+
+def _finish(span: Span, error: str | None) -> None:
+    if span.is_recording() and error is not None:
+        from opentelemetry.trace import Status, StatusCode
+
+        span.set_attribute("error.type", error)
+        if error.lstrip("-").isdigit():
+            span.set_attribute("rpc.response.status_code", error)
+        span.set_status(Status(StatusCode.ERROR, error))
+    span.end()
 
 
 def _exporter(name: str) -> SpanExporter:
