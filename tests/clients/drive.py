@@ -2,7 +2,7 @@
 
 Run by the compatibility suite with the Python of the client's own virtual environment (never the
 project's), so it imports nothing of lazymcp or the tests. Its one argument is a JSON config:
-``client`` (fastmcp, langchain or agents), ``target`` (``{"command": [...]}`` or ``{"url": ...}``),
+``client`` (a key of ``DRIVERS``), ``target`` (``{"command": [...]}`` or ``{"url": ...}``),
 ``mode``, ``tool``, ``good`` and ``bad`` arguments for it, ``query`` (a search that finds it) and
 ``unlisted`` (a real tool the mode does not list). It prints one JSON line: each step's outcome,
 ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": "..."}``.
@@ -168,6 +168,64 @@ async def agents(config: dict[str, Any], steps: Steps) -> None:
         await run_steps(config, steps, listing, call)
 
 
+# --- pydantic-ai -----------------------------------------------------------------------------------
+
+
+async def pydanticai(config: dict[str, Any], steps: Steps) -> None:
+    """A pydantic-ai ``Agent`` with an ``MCPToolset``, its model a script instead of an LLM: each step is
+    one agent run whose model asks for one tool call, so the agent lists, validates, calls and turns
+    errors into retry prompts exactly as it does for a real model."""
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelResponse,
+        RetryPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    target = config["target"]
+    if "url" in target:
+        client: Any = target["url"]
+    else:
+        command = target["command"]
+        client = StdioTransport(command=command[0], args=command[1:])
+    toolset = MCPToolset(client, init_timeout=config["timeout"], read_timeout=config["timeout"])
+    planned: list[tuple[str, dict[str, Any]]] = []
+    offered: list[str] = []
+
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered[:] = [tool.name for tool in info.function_tools]
+        if planned:
+            name, arguments = planned.pop()
+            return ModelResponse(parts=[ToolCallPart(tool_name=name, args=arguments)])
+        return ModelResponse(parts=[TextPart(content="done")])
+
+    agent = Agent(FunctionModel(script), toolsets=[toolset])
+    async with toolset:
+
+        async def listing() -> list[str]:
+            await agent.run("list")
+            return list(offered)
+
+        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            planned[:] = [(name, arguments)]
+            result = await agent.run("call")
+            for message in result.all_messages():
+                for part in getattr(message, "parts", []):
+                    if isinstance(part, ToolReturnPart) and part.tool_name == name:
+                        return {"isError": False, "text": part.model_response_str()}
+                    if isinstance(part, RetryPromptPart) and part.tool_name == name:
+                        return {"isError": True, "text": part.model_response()}
+            raise LookupError(f"the agent's run has no answer to its call of {name!r}")
+
+        await run_steps(config, steps, listing, call)
+
+
 # --- the steps, the same for every client ----------------------------------------------------------
 
 
@@ -208,7 +266,7 @@ async def run_steps(
         await step(steps, "unlisted", unlisted)
 
 
-DRIVERS = {"fastmcp": fastmcp, "langchain": langchain, "agents": agents}
+DRIVERS = {"fastmcp": fastmcp, "langchain": langchain, "agents": agents, "pydanticai": pydanticai}
 
 
 def main() -> None:

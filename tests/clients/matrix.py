@@ -24,6 +24,9 @@ REASONS: dict[str, str] = {
     "handler: what `search_tools` enabled is gone at the next listing.",
     "A1": "The Agents SDK makes a function tool of each listed tool only "
     "(`agents/mcp/util.py:400`, `tools = await cls._list_tools_with_span(server, run_context, agent)`).",
+    "P1": "pydantic-ai's agent runs only the tools of its toolsets' last listing "
+    "(`pydantic_ai/tool_manager.py:825`, `raise _UnknownTool(f'Unknown tool name: {name!r}. {msg}')`): "
+    "the model gets a retry prompt instead of the call.",
     "I1": "The Inspector CLI refuses a call to a tool it did not list "
     "(`clients/cli/build/index.js:22787`, `managedToolsState.getTools().find((t) => t.name === args.toolName)`, "
     "then `Tool '…' not found on server.`).",
@@ -40,6 +43,7 @@ EXPECTED: dict[tuple[str, str, str], dict[str, str]] = {
     **_cells("langchain", ("proxy", "core"), {"unlisted": "L1"}),
     **_cells("langchain", ("dynamic",), {"describe": "L1", "call": "L2", "invalid": "L2", "unlisted": "L1"}),
     **_cells("agents", ("proxy", "core", "dynamic"), {"unlisted": "A1"}),
+    **_cells("pydanticai", ("proxy", "core", "dynamic"), {"unlisted": "P1"}),
     **_cells("inspector", ("proxy", "core"), {"unlisted": "I1"}),
     **_cells("inspector", ("dynamic",), {"describe": "I1", "call": "I2", "invalid": "I2", "unlisted": "I1"}),
 }
