@@ -226,6 +226,48 @@ async def pydanticai(config: dict[str, Any], steps: Steps) -> None:
         await run_steps(config, steps, listing, call)
 
 
+# --- mcp-use -----------------------------------------------------------------------------------------
+
+
+async def mcpuse(config: dict[str, Any], steps: Steps) -> None:
+    """mcp-use's ``MCPClient`` and the LangChain adapter its ``MCPAgent`` builds its tools with; the tools
+    bound as the agent's model binds them (OpenAI tool schemas) and called as its tool node calls them."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from mcp_use import MCPClient
+    from mcp_use.agents.adapters import LangChainAdapter
+
+    target = config["target"]
+    if "url" in target:
+        server: dict[str, Any] = {"url": target["url"]}
+    else:
+        command = target["command"]
+        server = {"command": command[0], "args": command[1:]}
+    client = MCPClient.from_dict({"mcpServers": {"lazy": server}})
+    adapter = LangChainAdapter()
+    tools: dict[str, Any] = {}
+    try:
+
+        async def listing() -> list[str]:
+            loaded = await adapter.create_tools(client)  # what MCPAgent.initialize does
+            tools.clear()
+            tools.update((tool.name, tool) for tool in loaded)
+            for tool in loaded:
+                convert_to_openai_tool(tool)
+            return list(tools)
+
+        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            tool = tools.get(name)
+            if tool is None:
+                raise LookupError(f"the agent has no tool {name!r}: it was not in its last listing")
+            output = await tool.ainvoke(arguments)
+            text = output if isinstance(output, str) else json.dumps(output, default=str)
+            return {"isError": "Invalid arguments" in text or "error" in text[:40].lower(), "text": text}
+
+        await run_steps(config, steps, listing, call)
+    finally:
+        await client.close_all_sessions()
+
+
 # --- the steps, the same for every client ----------------------------------------------------------
 
 
@@ -266,7 +308,7 @@ async def run_steps(
         await step(steps, "unlisted", unlisted)
 
 
-DRIVERS = {"fastmcp": fastmcp, "langchain": langchain, "agents": agents, "pydanticai": pydanticai}
+DRIVERS = {"fastmcp": fastmcp, "langchain": langchain, "agents": agents, "pydanticai": pydanticai, "mcpuse": mcpuse}
 
 
 def main() -> None:

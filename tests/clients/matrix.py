@@ -27,6 +27,15 @@ REASONS: dict[str, str] = {
     "P1": "pydantic-ai's agent runs only the tools of its toolsets' last listing "
     "(`pydantic_ai/tool_manager.py:825`, `raise _UnknownTool(f'Unknown tool name: {name!r}. {msg}')`): "
     "the model gets a retry prompt instead of the call.",
+    "U1": "mcp-use's agent has a LangChain tool for each listed tool only "
+    "(`mcp_use/agents/mcpagent.py:211`, `self._tools = self.adapter.tools + ...`), so it cannot call a tool, "
+    "or `describe_tools`, that the listing does not show.",
+    "U2": "mcp-use's adapter keeps each connector's first listing for good "
+    "(`mcp_use/agents/adapters/base.py:188`, `if connector in self._connector_tool_map:` returns the cached tools): "
+    "what `search_tools` enabled never becomes a tool.",
+    "U3": "mcp-use checks arguments against a pydantic model it builds from the schema "
+    "(`mcp_use/agents/adapters/langchain_adapter.py:149`, `args_schema = jsonschema_to_pydantic(...)`): "
+    "bad arguments never reach the server, and the model gets pydantic's first error instead of every violation.",
     "I1": "The Inspector CLI refuses a call to a tool it did not list "
     "(`clients/cli/build/index.js:22787`, `managedToolsState.getTools().find((t) => t.name === args.toolName)`, "
     "then `Tool '…' not found on server.`).",
@@ -44,6 +53,9 @@ EXPECTED: dict[tuple[str, str, str], dict[str, str]] = {
     **_cells("langchain", ("dynamic",), {"describe": "L1", "call": "L2", "invalid": "L2", "unlisted": "L1"}),
     **_cells("agents", ("proxy", "core", "dynamic"), {"unlisted": "A1"}),
     **_cells("pydanticai", ("proxy", "core", "dynamic"), {"unlisted": "P1"}),
+    **_cells("mcpuse", ("proxy", "core"), {"unlisted": "U1"}),
+    **_cells("mcpuse", ("dynamic",), {"describe": "U1", "call": "U2", "invalid": "U2", "unlisted": "U1"}),
+    **_cells("mcpuse", ("eager",), {"invalid": "U3"}),
     **_cells("inspector", ("proxy", "core"), {"unlisted": "I1"}),
     **_cells("inspector", ("dynamic",), {"describe": "I1", "call": "I2", "invalid": "I2", "unlisted": "I1"}),
 }

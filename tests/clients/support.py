@@ -32,6 +32,7 @@ PYTHON_CLIENTS: dict[str, tuple[str, ...]] = {
     "langchain": ("langchain-mcp-adapters==0.3.2", "langchain-core==1.7.2", "mcp==1.30.0"),
     "agents": ("openai-agents==0.24.0", "mcp==2.3.0"),
     "pydanticai": ("pydantic-ai-slim[mcp]==2.68.0", "mcp==2.3.0"),
+    "mcpuse": ("mcp-use==1.7.1", "mcp==1.30.0"),
 }
 """Each Python client's pins. langchain-mcp-adapters 0.3.2 resolves to the 1.x SDK (``mcp==1.30.0``)."""
 INSPECTOR = ("@modelcontextprotocol/inspector", "2.12.0")
@@ -41,6 +42,7 @@ CLIENT_NAMES = {
     "langchain": "langchain-mcp-adapters 0.3.2",
     "agents": "OpenAI Agents SDK 0.24.0",
     "pydanticai": "pydantic-ai 2.68.0",
+    "mcpuse": "mcp-use 1.7.1",
     "inspector": "MCP Inspector CLI 2.12.0",
     "ts": "TypeScript SDK client 1.32.2",
 }
