@@ -268,6 +268,41 @@ async def mcpuse(config: dict[str, Any], steps: Steps) -> None:
         await client.close_all_sessions()
 
 
+# --- AutoGen ---------------------------------------------------------------------------------------
+
+
+async def autogen(config: dict[str, Any], steps: Steps) -> None:
+    """An ``McpWorkbench`` (one session), its tools listed as an ``AssistantAgent`` lists them for its model,
+    and each call run by the agent's own tool-call step on the ``FunctionCall`` a model would emit."""
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_core import CancellationToken, FunctionCall
+    from autogen_ext.tools.mcp import McpWorkbench, StdioServerParams, StreamableHttpServerParams
+
+    target = config["target"]
+    params: Any
+    if "url" in target:
+        params = StreamableHttpServerParams(url=target["url"], timeout=config["timeout"])
+    else:
+        command = target["command"]
+        params = StdioServerParams(command=command[0], args=command[1:], read_timeout_seconds=config["timeout"])
+    calls = 0
+    async with McpWorkbench(params) as workbench:
+
+        async def listing() -> list[str]:
+            return [tool["name"] for tool in await workbench.list_tools()]
+
+        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            nonlocal calls
+            calls += 1
+            request = FunctionCall(id=f"call-{calls}", name=name, arguments=json.dumps(arguments))
+            _, result = await AssistantAgent._execute_tool_call(  # pyright: ignore[reportPrivateUsage]
+                request, [workbench], [], "agent", CancellationToken(), asyncio.Queue()
+            )
+            return {"isError": result.is_error is True, "text": result.content}
+
+        await run_steps(config, steps, listing, call)
+
+
 # --- the steps, the same for every client ----------------------------------------------------------
 
 
@@ -308,7 +343,14 @@ async def run_steps(
         await step(steps, "unlisted", unlisted)
 
 
-DRIVERS = {"fastmcp": fastmcp, "langchain": langchain, "agents": agents, "pydanticai": pydanticai, "mcpuse": mcpuse}
+DRIVERS = {
+    "fastmcp": fastmcp,
+    "langchain": langchain,
+    "agents": agents,
+    "pydanticai": pydanticai,
+    "mcpuse": mcpuse,
+    "autogen": autogen,
+}
 
 
 def main() -> None:

@@ -36,6 +36,9 @@ REASONS: dict[str, str] = {
     "U3": "mcp-use checks arguments against a pydantic model it builds from the schema "
     "(`mcp_use/agents/adapters/langchain_adapter.py:149`, `args_schema = jsonschema_to_pydantic(...)`): "
     "bad arguments never reach the server, and the model gets pydantic's first error instead of every violation.",
+    "G1": "AutoGen's `AssistantAgent` runs only the tools its workbenches list "
+    '(`autogen_agentchat/agents/_assistant_agent.py:1579`, `if any(t["name"] == tool_call.name for t in tools)`, '
+    "else `Error: tool '…' not found in any workbench`).",
     "I1": "The Inspector CLI refuses a call to a tool it did not list "
     "(`clients/cli/build/index.js:22787`, `managedToolsState.getTools().find((t) => t.name === args.toolName)`, "
     "then `Tool '…' not found on server.`).",
@@ -56,6 +59,8 @@ EXPECTED: dict[tuple[str, str, str], dict[str, str]] = {
     **_cells("mcpuse", ("proxy", "core"), {"unlisted": "U1"}),
     **_cells("mcpuse", ("dynamic",), {"describe": "U1", "call": "U2", "invalid": "U2", "unlisted": "U1"}),
     **_cells("mcpuse", ("eager",), {"invalid": "U3"}),
+    **_cells("autogen", ("proxy", "core"), {"unlisted": "G1"}),
+    **_cells("autogen", ("dynamic",), {"describe": "G1"}),
     **_cells("inspector", ("proxy", "core"), {"unlisted": "I1"}),
     **_cells("inspector", ("dynamic",), {"describe": "I1", "call": "I2", "invalid": "I2", "unlisted": "I1"}),
 }
