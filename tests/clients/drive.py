@@ -303,6 +303,40 @@ async def autogen(config: dict[str, Any], steps: Steps) -> None:
         await run_steps(config, steps, listing, call)
 
 
+# --- smolagents ------------------------------------------------------------------------------------
+
+
+async def smolagents(config: dict[str, Any], steps: Steps) -> None:
+    """``ToolCollection.from_mcp`` (mcpadapt, on a thread of its own), its tools given to a
+    ``ToolCallingAgent`` whose model is never asked: each call is the agent's own ``execute_tool_call``,
+    which checks the arguments against the tool's inputs and turns failures into the model's error text."""
+    from mcp import StdioServerParameters
+    from smolagents import Model, ToolCallingAgent, ToolCollection
+
+    target = config["target"]
+    params: Any
+    if "url" in target:
+        params = {"url": target["url"], "transport": "streamable-http"}
+    else:
+        command = target["command"]
+        params = StdioServerParameters(command=command[0], args=command[1:])
+    with ToolCollection.from_mcp(params, trust_remote_code=True) as collection:
+        agent = ToolCallingAgent(tools=list(collection.tools), model=Model(model_id="scripted"))
+
+        async def listing() -> list[str]:  # the agent's tools are those of the collection, made once
+            return [name for name in agent.tools if name != "final_answer"]
+
+        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            try:
+                output = await asyncio.to_thread(agent.execute_tool_call, name, arguments)
+            except Exception as exc:  # AgentError: its message is what the model reads
+                return {"isError": True, "text": str(exc)}
+            text = output if isinstance(output, str) else json.dumps(output, default=str)
+            return {"isError": False, "text": text}
+
+        await run_steps(config, steps, listing, call)
+
+
 # --- the steps, the same for every client ----------------------------------------------------------
 
 
@@ -350,6 +384,7 @@ DRIVERS = {
     "pydanticai": pydanticai,
     "mcpuse": mcpuse,
     "autogen": autogen,
+    "smolagents": smolagents,
 }
 
 

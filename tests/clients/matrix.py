@@ -39,6 +39,14 @@ REASONS: dict[str, str] = {
     "G1": "AutoGen's `AssistantAgent` runs only the tools its workbenches list "
     '(`autogen_agentchat/agents/_assistant_agent.py:1579`, `if any(t["name"] == tool_call.name for t in tools)`, '
     "else `Error: tool '…' not found in any workbench`).",
+    "S1": "smolagents' agent runs only the tools it was given "
+    "(`smolagents/agents.py:1465`, `if tool_name not in available_tools:` raises `Unknown tool …`).",
+    "S2": "smolagents lists an MCP server's tools once, when the collection opens "
+    "(`smolagents/tools.py:1057`, `with MCPAdapt(...) as tools: yield cls(tools)`), and never again: "
+    "what `search_tools` enabled never becomes a tool.",
+    "S3": "smolagents checks arguments against the tool's inputs before calling "
+    "(`smolagents/agents.py:1476`, `validate_tool_arguments(tool, arguments)`): bad arguments never reach the "
+    "server, and the model gets the first mismatch instead of every violation.",
     "I1": "The Inspector CLI refuses a call to a tool it did not list "
     "(`clients/cli/build/index.js:22787`, `managedToolsState.getTools().find((t) => t.name === args.toolName)`, "
     "then `Tool '…' not found on server.`).",
@@ -61,6 +69,9 @@ EXPECTED: dict[tuple[str, str, str], dict[str, str]] = {
     **_cells("mcpuse", ("eager",), {"invalid": "U3"}),
     **_cells("autogen", ("proxy", "core"), {"unlisted": "G1"}),
     **_cells("autogen", ("dynamic",), {"describe": "G1"}),
+    **_cells("smolagents", ("proxy", "core"), {"unlisted": "S1"}),
+    **_cells("smolagents", ("dynamic",), {"describe": "S1", "call": "S2", "invalid": "S2", "unlisted": "S1"}),
+    **_cells("smolagents", ("eager",), {"invalid": "S3"}),
     **_cells("inspector", ("proxy", "core"), {"unlisted": "I1"}),
     **_cells("inspector", ("dynamic",), {"describe": "I1", "call": "I2", "invalid": "I2", "unlisted": "I1"}),
 }
