@@ -337,6 +337,64 @@ async def smolagents(config: dict[str, Any], steps: Steps) -> None:
         await run_steps(config, steps, listing, call)
 
 
+# --- Google ADK ------------------------------------------------------------------------------------
+
+
+async def adk(config: dict[str, Any], steps: Steps) -> None:
+    """An ``LlmAgent`` with an ``McpToolset``: its tools listed as the agent lists them for a model turn,
+    and each call run by the agent flow's own function-call handling on the event a model would emit."""
+    from google.adk.agents import LlmAgent
+    from google.adk.agents.invocation_context import InvocationContext
+    from google.adk.agents.readonly_context import ReadonlyContext
+    from google.adk.events import Event
+    from google.adk.flows.llm_flows.functions import handle_function_calls_async
+    from google.adk.sessions import InMemorySessionService
+    from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams, StreamableHTTPConnectionParams
+    from google.genai import types
+    from mcp import StdioServerParameters
+
+    target = config["target"]
+    params: Any
+    if "url" in target:
+        params = StreamableHTTPConnectionParams(url=target["url"], timeout=config["timeout"])
+    else:
+        command = target["command"]
+        params = StdioConnectionParams(
+            server_params=StdioServerParameters(command=command[0], args=command[1:]), timeout=config["timeout"]
+        )
+    toolset = McpToolset(connection_params=params)
+    agent = LlmAgent(name="agent", model="gemini-2.5-flash", tools=[toolset])
+    sessions = InMemorySessionService()
+    session = await sessions.create_session(app_name="lazymcp", user_id="user")
+    context = InvocationContext(session_service=sessions, invocation_id="run", agent=agent, session=session)
+    tools: dict[str, Any] = {}
+    try:
+
+        async def listing() -> list[str]:  # what the agent does at each model turn
+            loaded = await agent.canonical_tools(ReadonlyContext(context))
+            tools.clear()
+            tools.update((tool.name, tool) for tool in loaded)
+            for tool in loaded:
+                tool._get_declaration()  # pyright: ignore[reportPrivateUsage]
+            return list(tools)
+
+        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            request = types.Part(function_call=types.FunctionCall(id="call", name=name, args=arguments))
+            event = Event(author="agent", invocation_id="run", content=types.Content(role="model", parts=[request]))
+            answer = await handle_function_calls_async(context, event, tools)
+            parts = answer.content.parts if answer and answer.content else None
+            response = parts[0].function_response.response if parts and parts[0].function_response else None
+            if not isinstance(response, dict):
+                raise LookupError(f"the agent gave no function response to its call of {name!r}")
+            error = response.get("error")
+            text = error if isinstance(error, str) else text_of(response.get("content"))
+            return {"isError": bool(error or response.get("isError")), "text": text or json.dumps(response)}
+
+        await run_steps(config, steps, listing, call)
+    finally:
+        await toolset.close()
+
+
 # --- the steps, the same for every client ----------------------------------------------------------
 
 
@@ -385,6 +443,7 @@ DRIVERS = {
     "mcpuse": mcpuse,
     "autogen": autogen,
     "smolagents": smolagents,
+    "adk": adk,
 }
 
 

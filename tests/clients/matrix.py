@@ -47,6 +47,12 @@ REASONS: dict[str, str] = {
     "S3": "smolagents checks arguments against the tool's inputs before calling "
     "(`smolagents/agents.py:1476`, `validate_tool_arguments(tool, arguments)`): bad arguments never reach the "
     "server, and the model gets the first mismatch instead of every violation.",
+    "D1": "ADK runs only the tools of the agent's toolsets "
+    "(`google/adk/flows/llm_flows/tools/_caller.py:85`, `if tool_name is None or tool_name not in tools_dict:`, "
+    "then `Invoking `…()` failed as no tool with that name is available`).",
+    "D2": "ADK keeps a toolset's listing for the whole invocation "
+    "(`google/adk/tools/base_toolset.py:139`, `self._cached_invocation_id == invocation_id` returns the cached "
+    "tools): what `search_tools` enabled is there at the user's next turn, not in the same one.",
     "I1": "The Inspector CLI refuses a call to a tool it did not list "
     "(`clients/cli/build/index.js:22787`, `managedToolsState.getTools().find((t) => t.name === args.toolName)`, "
     "then `Tool '…' not found on server.`).",
@@ -72,6 +78,8 @@ EXPECTED: dict[tuple[str, str, str], dict[str, str]] = {
     **_cells("smolagents", ("proxy", "core"), {"unlisted": "S1"}),
     **_cells("smolagents", ("dynamic",), {"describe": "S1", "call": "S2", "invalid": "S2", "unlisted": "S1"}),
     **_cells("smolagents", ("eager",), {"invalid": "S3"}),
+    **_cells("adk", ("proxy", "core"), {"unlisted": "D1"}),
+    **_cells("adk", ("dynamic",), {"describe": "D1", "call": "D2", "invalid": "D2", "unlisted": "D1"}),
     **_cells("inspector", ("proxy", "core"), {"unlisted": "I1"}),
     **_cells("inspector", ("dynamic",), {"describe": "I1", "call": "I2", "invalid": "I2", "unlisted": "I1"}),
 }
