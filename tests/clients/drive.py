@@ -2,7 +2,7 @@
 
 Run by the compatibility suite with the Python of the client's own virtual environment (never the
 project's), so it imports nothing of lazymcp or the tests. Its one argument is a JSON config:
-``client`` (fastmcp, langchain or agents), ``target`` (``{"command": [...]}`` or ``{"url": ...}``),
+``client`` (a key of ``DRIVERS``), ``target`` (``{"command": [...]}`` or ``{"url": ...}``),
 ``mode``, ``tool``, ``good`` and ``bad`` arguments for it, ``query`` (a search that finds it) and
 ``unlisted`` (a real tool the mode does not list). It prints one JSON line: each step's outcome,
 ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": "..."}``.
@@ -168,6 +168,233 @@ async def agents(config: dict[str, Any], steps: Steps) -> None:
         await run_steps(config, steps, listing, call)
 
 
+# --- pydantic-ai -----------------------------------------------------------------------------------
+
+
+async def pydanticai(config: dict[str, Any], steps: Steps) -> None:
+    """A pydantic-ai ``Agent`` with an ``MCPToolset``, its model a script instead of an LLM: each step is
+    one agent run whose model asks for one tool call, so the agent lists, validates, calls and turns
+    errors into retry prompts exactly as it does for a real model."""
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelResponse,
+        RetryPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    target = config["target"]
+    if "url" in target:
+        client: Any = target["url"]
+    else:
+        command = target["command"]
+        client = StdioTransport(command=command[0], args=command[1:])
+    toolset = MCPToolset(client, init_timeout=config["timeout"], read_timeout=config["timeout"])
+    planned: list[tuple[str, dict[str, Any]]] = []
+    offered: list[str] = []
+
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered[:] = [tool.name for tool in info.function_tools]
+        if planned:
+            name, arguments = planned.pop()
+            return ModelResponse(parts=[ToolCallPart(tool_name=name, args=arguments)])
+        return ModelResponse(parts=[TextPart(content="done")])
+
+    agent = Agent(FunctionModel(script), toolsets=[toolset])
+    async with toolset:
+
+        async def listing() -> list[str]:
+            await agent.run("list")
+            return list(offered)
+
+        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            planned[:] = [(name, arguments)]
+            result = await agent.run("call")
+            for message in result.all_messages():
+                for part in getattr(message, "parts", []):
+                    if isinstance(part, ToolReturnPart) and part.tool_name == name:
+                        return {"isError": False, "text": part.model_response_str()}
+                    if isinstance(part, RetryPromptPart) and part.tool_name == name:
+                        return {"isError": True, "text": part.model_response()}
+            raise LookupError(f"the agent's run has no answer to its call of {name!r}")
+
+        await run_steps(config, steps, listing, call)
+
+
+# --- mcp-use -----------------------------------------------------------------------------------------
+
+
+async def mcpuse(config: dict[str, Any], steps: Steps) -> None:
+    """mcp-use's ``MCPClient`` and the LangChain adapter its ``MCPAgent`` builds its tools with; the tools
+    bound as the agent's model binds them (OpenAI tool schemas) and called as its tool node calls them."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from mcp_use import MCPClient
+    from mcp_use.agents.adapters import LangChainAdapter
+
+    target = config["target"]
+    if "url" in target:
+        server: dict[str, Any] = {"url": target["url"]}
+    else:
+        command = target["command"]
+        server = {"command": command[0], "args": command[1:]}
+    client = MCPClient.from_dict({"mcpServers": {"lazy": server}})
+    adapter = LangChainAdapter()
+    tools: dict[str, Any] = {}
+    try:
+
+        async def listing() -> list[str]:
+            loaded = await adapter.create_tools(client)  # what MCPAgent.initialize does
+            tools.clear()
+            tools.update((tool.name, tool) for tool in loaded)
+            for tool in loaded:
+                convert_to_openai_tool(tool)
+            return list(tools)
+
+        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            tool = tools.get(name)
+            if tool is None:
+                raise LookupError(f"the agent has no tool {name!r}: it was not in its last listing")
+            output = await tool.ainvoke(arguments)
+            text = output if isinstance(output, str) else json.dumps(output, default=str)
+            return {"isError": "Invalid arguments" in text or "error" in text[:40].lower(), "text": text}
+
+        await run_steps(config, steps, listing, call)
+    finally:
+        await client.close_all_sessions()
+
+
+# --- AutoGen ---------------------------------------------------------------------------------------
+
+
+async def autogen(config: dict[str, Any], steps: Steps) -> None:
+    """An ``McpWorkbench`` (one session), its tools listed as an ``AssistantAgent`` lists them for its model,
+    and each call run by the agent's own tool-call step on the ``FunctionCall`` a model would emit."""
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_core import CancellationToken, FunctionCall
+    from autogen_ext.tools.mcp import McpWorkbench, StdioServerParams, StreamableHttpServerParams
+
+    target = config["target"]
+    params: Any
+    if "url" in target:
+        params = StreamableHttpServerParams(url=target["url"], timeout=config["timeout"])
+    else:
+        command = target["command"]
+        params = StdioServerParams(command=command[0], args=command[1:], read_timeout_seconds=config["timeout"])
+    calls = 0
+    async with McpWorkbench(params) as workbench:
+
+        async def listing() -> list[str]:
+            return [tool["name"] for tool in await workbench.list_tools()]
+
+        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            nonlocal calls
+            calls += 1
+            request = FunctionCall(id=f"call-{calls}", name=name, arguments=json.dumps(arguments))
+            _, result = await AssistantAgent._execute_tool_call(  # pyright: ignore[reportPrivateUsage]
+                request, [workbench], [], "agent", CancellationToken(), asyncio.Queue()
+            )
+            return {"isError": result.is_error is True, "text": result.content}
+
+        await run_steps(config, steps, listing, call)
+
+
+# --- smolagents ------------------------------------------------------------------------------------
+
+
+async def smolagents(config: dict[str, Any], steps: Steps) -> None:
+    """``ToolCollection.from_mcp`` (mcpadapt, on a thread of its own), its tools given to a
+    ``ToolCallingAgent`` whose model is never asked: each call is the agent's own ``execute_tool_call``,
+    which checks the arguments against the tool's inputs and turns failures into the model's error text."""
+    from mcp import StdioServerParameters
+    from smolagents import Model, ToolCallingAgent, ToolCollection
+
+    target = config["target"]
+    params: Any
+    if "url" in target:
+        params = {"url": target["url"], "transport": "streamable-http"}
+    else:
+        command = target["command"]
+        params = StdioServerParameters(command=command[0], args=command[1:])
+    with ToolCollection.from_mcp(params, trust_remote_code=True) as collection:
+        agent = ToolCallingAgent(tools=list(collection.tools), model=Model(model_id="scripted"))
+
+        async def listing() -> list[str]:  # the agent's tools are those of the collection, made once
+            return [name for name in agent.tools if name != "final_answer"]
+
+        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            try:
+                output = await asyncio.to_thread(agent.execute_tool_call, name, arguments)
+            except Exception as exc:  # AgentError: its message is what the model reads
+                return {"isError": True, "text": str(exc)}
+            text = output if isinstance(output, str) else json.dumps(output, default=str)
+            return {"isError": False, "text": text}
+
+        await run_steps(config, steps, listing, call)
+
+
+# --- Google ADK ------------------------------------------------------------------------------------
+
+
+async def adk(config: dict[str, Any], steps: Steps) -> None:
+    """An ``LlmAgent`` with an ``McpToolset``: its tools listed as the agent lists them for a model turn,
+    and each call run by the agent flow's own function-call handling on the event a model would emit."""
+    from google.adk.agents import LlmAgent
+    from google.adk.agents.invocation_context import InvocationContext
+    from google.adk.agents.readonly_context import ReadonlyContext
+    from google.adk.events import Event
+    from google.adk.flows.llm_flows.functions import handle_function_calls_async
+    from google.adk.sessions import InMemorySessionService
+    from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams, StreamableHTTPConnectionParams
+    from google.genai import types
+    from mcp import StdioServerParameters
+
+    target = config["target"]
+    params: Any
+    if "url" in target:
+        params = StreamableHTTPConnectionParams(url=target["url"], timeout=config["timeout"])
+    else:
+        command = target["command"]
+        params = StdioConnectionParams(
+            server_params=StdioServerParameters(command=command[0], args=command[1:]), timeout=config["timeout"]
+        )
+    toolset = McpToolset(connection_params=params)
+    agent = LlmAgent(name="agent", model="gemini-2.5-flash", tools=[toolset])
+    sessions = InMemorySessionService()
+    session = await sessions.create_session(app_name="lazymcp", user_id="user")
+    context = InvocationContext(session_service=sessions, invocation_id="run", agent=agent, session=session)
+    tools: dict[str, Any] = {}
+    try:
+
+        async def listing() -> list[str]:  # what the agent does at each model turn
+            loaded = await agent.canonical_tools(ReadonlyContext(context))
+            tools.clear()
+            tools.update((tool.name, tool) for tool in loaded)
+            for tool in loaded:
+                tool._get_declaration()  # pyright: ignore[reportPrivateUsage]
+            return list(tools)
+
+        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            request = types.Part(function_call=types.FunctionCall(id="call", name=name, args=arguments))
+            event = Event(author="agent", invocation_id="run", content=types.Content(role="model", parts=[request]))
+            answer = await handle_function_calls_async(context, event, tools)
+            parts = answer.content.parts if answer and answer.content else None
+            response = parts[0].function_response.response if parts and parts[0].function_response else None
+            if not isinstance(response, dict):
+                raise LookupError(f"the agent gave no function response to its call of {name!r}")
+            error = response.get("error")
+            text = error if isinstance(error, str) else text_of(response.get("content"))
+            return {"isError": bool(error or response.get("isError")), "text": text or json.dumps(response)}
+
+        await run_steps(config, steps, listing, call)
+    finally:
+        await toolset.close()
+
+
 # --- the steps, the same for every client ----------------------------------------------------------
 
 
@@ -208,7 +435,16 @@ async def run_steps(
         await step(steps, "unlisted", unlisted)
 
 
-DRIVERS = {"fastmcp": fastmcp, "langchain": langchain, "agents": agents}
+DRIVERS = {
+    "fastmcp": fastmcp,
+    "langchain": langchain,
+    "agents": agents,
+    "pydanticai": pydanticai,
+    "mcpuse": mcpuse,
+    "autogen": autogen,
+    "smolagents": smolagents,
+    "adk": adk,
+}
 
 
 def main() -> None:

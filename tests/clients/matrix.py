@@ -24,6 +24,35 @@ REASONS: dict[str, str] = {
     "handler: what `search_tools` enabled is gone at the next listing.",
     "A1": "The Agents SDK makes a function tool of each listed tool only "
     "(`agents/mcp/util.py:400`, `tools = await cls._list_tools_with_span(server, run_context, agent)`).",
+    "P1": "pydantic-ai's agent runs only the tools of its toolsets' last listing "
+    "(`pydantic_ai/tool_manager.py:825`, `raise _UnknownTool(f'Unknown tool name: {name!r}. {msg}')`): "
+    "the model gets a retry prompt instead of the call.",
+    "U1": "mcp-use's agent has a LangChain tool for each listed tool only "
+    "(`mcp_use/agents/mcpagent.py:211`, `self._tools = self.adapter.tools + ...`), so it cannot call a tool, "
+    "or `describe_tools`, that the listing does not show.",
+    "U2": "mcp-use's adapter keeps each connector's first listing for good "
+    "(`mcp_use/agents/adapters/base.py:188`, `if connector in self._connector_tool_map:` returns the cached tools): "
+    "what `search_tools` enabled never becomes a tool.",
+    "U3": "mcp-use checks arguments against a pydantic model it builds from the schema "
+    "(`mcp_use/agents/adapters/langchain_adapter.py:149`, `args_schema = jsonschema_to_pydantic(...)`): "
+    "bad arguments never reach the server, and the model gets pydantic's first error instead of every violation.",
+    "G1": "AutoGen's `AssistantAgent` runs only the tools its workbenches list "
+    '(`autogen_agentchat/agents/_assistant_agent.py:1579`, `if any(t["name"] == tool_call.name for t in tools)`, '
+    "else `Error: tool '…' not found in any workbench`).",
+    "S1": "smolagents' agent runs only the tools it was given "
+    "(`smolagents/agents.py:1465`, `if tool_name not in available_tools:` raises `Unknown tool …`).",
+    "S2": "smolagents lists an MCP server's tools once, when the collection opens "
+    "(`smolagents/tools.py:1057`, `with MCPAdapt(...) as tools: yield cls(tools)`), and never again: "
+    "what `search_tools` enabled never becomes a tool.",
+    "S3": "smolagents checks arguments against the tool's inputs before calling "
+    "(`smolagents/agents.py:1476`, `validate_tool_arguments(tool, arguments)`): bad arguments never reach the "
+    "server, and the model gets the first mismatch instead of every violation.",
+    "D1": "ADK runs only the tools of the agent's toolsets "
+    "(`google/adk/flows/llm_flows/tools/_caller.py:85`, `if tool_name is None or tool_name not in tools_dict:`, "
+    "then `Invoking `…()` failed as no tool with that name is available`).",
+    "D2": "ADK keeps a toolset's listing for the whole invocation "
+    "(`google/adk/tools/base_toolset.py:139`, `self._cached_invocation_id == invocation_id` returns the cached "
+    "tools): what `search_tools` enabled is there at the user's next turn, not in the same one.",
     "I1": "The Inspector CLI refuses a call to a tool it did not list "
     "(`clients/cli/build/index.js:22787`, `managedToolsState.getTools().find((t) => t.name === args.toolName)`, "
     "then `Tool '…' not found on server.`).",
@@ -40,6 +69,17 @@ EXPECTED: dict[tuple[str, str, str], dict[str, str]] = {
     **_cells("langchain", ("proxy", "core"), {"unlisted": "L1"}),
     **_cells("langchain", ("dynamic",), {"describe": "L1", "call": "L2", "invalid": "L2", "unlisted": "L1"}),
     **_cells("agents", ("proxy", "core", "dynamic"), {"unlisted": "A1"}),
+    **_cells("pydanticai", ("proxy", "core", "dynamic"), {"unlisted": "P1"}),
+    **_cells("mcpuse", ("proxy", "core"), {"unlisted": "U1"}),
+    **_cells("mcpuse", ("dynamic",), {"describe": "U1", "call": "U2", "invalid": "U2", "unlisted": "U1"}),
+    **_cells("mcpuse", ("eager",), {"invalid": "U3"}),
+    **_cells("autogen", ("proxy", "core"), {"unlisted": "G1"}),
+    **_cells("autogen", ("dynamic",), {"describe": "G1"}),
+    **_cells("smolagents", ("proxy", "core"), {"unlisted": "S1"}),
+    **_cells("smolagents", ("dynamic",), {"describe": "S1", "call": "S2", "invalid": "S2", "unlisted": "S1"}),
+    **_cells("smolagents", ("eager",), {"invalid": "S3"}),
+    **_cells("adk", ("proxy", "core"), {"unlisted": "D1"}),
+    **_cells("adk", ("dynamic",), {"describe": "D1", "call": "D2", "invalid": "D2", "unlisted": "D1"}),
     **_cells("inspector", ("proxy", "core"), {"unlisted": "I1"}),
     **_cells("inspector", ("dynamic",), {"describe": "I1", "call": "I2", "invalid": "I2", "unlisted": "I1"}),
 }

@@ -31,6 +31,11 @@ PYTHON_CLIENTS: dict[str, tuple[str, ...]] = {
     "fastmcp": ("fastmcp==4.1.2", "mcp==2.3.0"),
     "langchain": ("langchain-mcp-adapters==0.3.2", "langchain-core==1.7.2", "mcp==1.30.0"),
     "agents": ("openai-agents==0.24.0", "mcp==2.3.0"),
+    "pydanticai": ("pydantic-ai-slim[mcp]==2.68.0", "mcp==2.3.0"),
+    "mcpuse": ("mcp-use==1.7.1", "mcp==1.30.0"),
+    "autogen": ("autogen-ext[mcp]==0.7.5", "autogen-agentchat==0.7.5", "mcp==1.30.0"),
+    "smolagents": ("smolagents[mcp]==1.26.0", "mcp==1.30.0", "websockets==17.4"),
+    "adk": ("google-adk[mcp]==2.13.0", "mcp==2.3.0"),
 }
 """Each Python client's pins. langchain-mcp-adapters 0.3.2 resolves to the 1.x SDK (``mcp==1.30.0``)."""
 INSPECTOR = ("@modelcontextprotocol/inspector", "2.12.0")
@@ -39,6 +44,11 @@ CLIENT_NAMES = {
     "fastmcp": "FastMCP client 4.1.2",
     "langchain": "langchain-mcp-adapters 0.3.2",
     "agents": "OpenAI Agents SDK 0.24.0",
+    "pydanticai": "pydantic-ai 2.68.0",
+    "mcpuse": "mcp-use 1.7.1",
+    "autogen": "AutoGen 0.7.5 (McpWorkbench)",
+    "smolagents": "smolagents 1.26.0",
+    "adk": "Google ADK 2.13.0",
     "inspector": "MCP Inspector CLI 2.12.0",
     "ts": "TypeScript SDK client 1.32.2",
 }

@@ -1,7 +1,7 @@
 """The compatibility suite: the clients people build agents on, against lazymcp in every mode.
 
-Each client (FastMCP's, langchain-mcp-adapters, the OpenAI Agents SDK, the Inspector CLI, the official
-TypeScript SDK's) lists the tools of ``lazymcp serve`` (the built-in sample catalog), gets a schema
+Each client (FastMCP's, langchain-mcp-adapters, the OpenAI Agents SDK, the agent frameworks, the Inspector
+CLI, the official TypeScript SDK's) lists the tools of ``lazymcp serve`` (the built-in sample catalog), gets a schema
 through ``describe_tools``, calls a tool it knows only from a stub, sends arguments that break its
 schema, and, where the mode does not list the tool, calls it by its own name; in each of the five modes,
 over stdio (the client spawns the server) and streamable HTTP. Which steps fail is checked against
