@@ -34,6 +34,7 @@ PYTHON_CLIENTS: dict[str, tuple[str, ...]] = {
     "pydanticai": ("pydantic-ai-slim[mcp]==2.68.0", "mcp==2.3.0"),
     "mcpuse": ("mcp-use==1.7.1", "mcp==1.30.0"),
     "autogen": ("autogen-ext[mcp]==0.7.5", "autogen-agentchat==0.7.5", "mcp==1.30.0"),
+    "autogentools": ("autogen-ext[mcp]==0.7.5", "autogen-agentchat==0.7.5", "mcp==1.30.0"),
     "smolagents": ("smolagents[mcp]==1.26.0", "mcp==1.30.0", "websockets==17.4"),
     "adk": ("google-adk[mcp]==2.13.0", "mcp==2.3.0"),
 }
@@ -47,6 +48,7 @@ CLIENT_NAMES = {
     "pydanticai": "pydantic-ai 2.68.0",
     "mcpuse": "mcp-use 1.7.1",
     "autogen": "AutoGen 0.7.5 (McpWorkbench)",
+    "autogentools": "AutoGen 0.7.5 (mcp_server_tools)",
     "smolagents": "smolagents 1.26.0",
     "adk": "Google ADK 2.13.0",
     "inspector": "MCP Inspector CLI 2.12.0",
@@ -126,7 +128,8 @@ def drive(command: Sequence[str]) -> dict[str, dict[str, Any]]:
 
 def inspector_steps(target: list[str], mode: str) -> dict[str, dict[str, Any]]:
     """The steps of drive.py, each one ``inspector --cli`` run (a new session each time)."""
-    base = [*inspector_cli(), *target]
+    # A stdio server's start (the semantic model's load) on a loaded machine can take past the CLI's 15 s.
+    base = [*inspector_cli(), "--connect-timeout", str(int(RUN_TIMEOUT * 1000)), *target]
 
     def run(*method: str) -> Any:
         try:
