@@ -36,10 +36,12 @@ MAX_SUGGESTED = 10
 READ_ONLY: Final = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}
 
 
-def optional(kind: str, **schema: Any) -> dict[str, Any]:
-    """An optional parameter that takes ``null`` as absent, said in the forms frameworks read: a type
-    list with ``"null"`` (pydantic-based ones make it an optional field) and ``nullable`` (smolagents)."""
-    return {"type": [kind, "null"], "nullable": True, **schema}
+def optional(kind: str, description: str, **constraints: Any) -> dict[str, Any]:
+    """An optional parameter that takes ``null`` as absent, said in a form every framework tried reads:
+    its one ``type`` and ``"nullable": true``. (A type list with ``"null"`` breaks AutoGen's converter, and
+    ``anyOf`` hides the type from smolagents, which reads ``nullable``; frameworks that send ``null`` for
+    every optional parameter they were not given have it taken as absent before the check.)"""
+    return {"type": kind, "nullable": True, **constraints, "description": description}
 
 
 def describe_tools_definition(name: str, batch_max: int, *, unlisted: bool = False) -> Tool:

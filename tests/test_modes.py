@@ -317,7 +317,8 @@ def test_meta_tools_take_null_for_their_optional_parameters_and_say_so() -> None
         schema = meta.define(meta.name, Options(), "proxy")["inputSchema"]
         for key, node in schema["properties"].items():
             if key not in schema.get("required", []):
-                assert "null" in node["type"] and node["nullable"] is True, (meta.name, key)
+                # one type: AutoGen fails on a type list, smolagents misses a type under anyOf
+                assert isinstance(node["type"], str) and node["nullable"] is True, (meta.name, key)
 
 
 def test_list_tool_categories_counts_each_categorys_tools() -> None:

@@ -34,7 +34,6 @@ PYTHON_CLIENTS: dict[str, tuple[str, ...]] = {
     "pydanticai": ("pydantic-ai-slim[mcp]==2.68.0", "mcp==2.3.0"),
     "mcpuse": ("mcp-use==1.7.1", "mcp==1.30.0"),
     "autogen": ("autogen-ext[mcp]==0.7.5", "autogen-agentchat==0.7.5", "mcp==1.30.0"),
-    "autogentools": ("autogen-ext[mcp]==0.7.5", "autogen-agentchat==0.7.5", "mcp==1.30.0"),
     "smolagents": ("smolagents[mcp]==1.26.0", "mcp==1.30.0", "websockets==17.4"),
     "adk": ("google-adk[mcp]==2.13.0", "mcp==2.3.0"),
 }
@@ -48,7 +47,6 @@ CLIENT_NAMES = {
     "pydanticai": "pydantic-ai 2.68.0",
     "mcpuse": "mcp-use 1.7.1",
     "autogen": "AutoGen 0.7.5 (McpWorkbench)",
-    "autogentools": "AutoGen 0.7.5 (mcp_server_tools)",
     "smolagents": "smolagents 1.26.0",
     "adk": "Google ADK 2.13.0",
     "inspector": "MCP Inspector CLI 2.12.0",
