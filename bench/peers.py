@@ -400,7 +400,12 @@ def calls(
 
 
 async def http_load(
-    url: str, tools: list[str], clients: int, seconds: float, headers: dict[str, str] | None = None
+    url: str,
+    tools: list[str],
+    clients: int,
+    seconds: float,
+    tree: Callable[[], tuple[int, int]],
+    headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """``clients`` sessions calling echo for ``seconds``, each after one untimed call (which starts what
     the front starts on a session's first call); every answer checked. ``tools``: the names echo may
@@ -453,6 +458,7 @@ async def http_load(
     started = time.monotonic()
     await asyncio.gather(*(loop(client, started + seconds) for client in opened))
     elapsed = time.monotonic() - started
+    rss, processes = tree()  # while every session is still open
     await asyncio.gather(*(client.close() for client in opened))
     return {
         "sessions": len(opened),
@@ -461,6 +467,8 @@ async def http_load(
         "p99_ms": round(percentile(latencies, 0.99) * 1000, 1) if latencies else None,
         "failed": tally.failed + tally.lost + tally.duplicated + tally.wrong,
         "problems": dict(tally.problems.most_common(3)),
+        "rss_kib": rss,
+        "processes": processes,
     }
 
 
@@ -520,10 +528,9 @@ def http_section(
 
 async def _loaded(target: Target, url: str, tools: list[str], clients: int, seconds: float) -> dict[str, Any]:
     await target.wait_listening()
-    found = await http_load(url, tools, clients, seconds)
-    assert target.process is not None
-    found["rss_kib"], found["processes"] = tree_rss_kib(target.process.pid)
-    return found
+    process = target.process
+    assert process is not None
+    return await http_load(url, tools, clients, seconds, lambda: tree_rss_kib(process.pid))
 
 
 def pids_rss_kib(pids: list[int]) -> tuple[int, int]:
@@ -536,9 +543,8 @@ def contextforge_load(config: Path, root: Path, clients: int, seconds: float) ->
     from bench.peer_contextforge import start
 
     with start(config, free_port(), root / "contextforge-http") as running:
-        found = asyncio.run(http_load(running.url, ["everything-echo", "echo"], clients, seconds, running.headers))
-        found["rss_kib"], found["processes"] = pids_rss_kib(running.pids)
-    return found
+        tree = partial(pids_rss_kib, running.pids)
+        return asyncio.run(http_load(running.url, ["everything-echo", "echo"], clients, seconds, tree, running.headers))
 
 
 def contextforge_listing(root: Path, servers: dict[str, dict[str, Any]], within: float) -> dict[str, Any]:
@@ -871,6 +877,11 @@ def table(results: dict[str, Any]) -> str:
             "http",
             lambda v: f"{v['calls_per_s']:,.0f}, {v['p99_ms']}" + (f" ({v['failed']} failed)" if v["failed"] else ""),
         ),
+        (
+            "the same: memory (MiB, with children), processes",
+            "http",
+            lambda v: f"{_mib(v['rss_kib'])}, {v['processes']}",
+        ),
         ("search on the dev set: Recall@5 / MRR", "search", lambda v: f"{v['recall_at_5']:.3f} / {v['mrr']:.3f}"),
     ]
     lines = ["| | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
@@ -888,17 +899,23 @@ def markdown(results: dict[str, Any]) -> str:
         "# lazymcp beside the peers a user would pick instead",
         "",
         f"Written by `python -m bench.peers{' --quick' if results['quick'] else ''}` on {results['date']}, "
-        f"{m.get('cpu_count', '?')} cores ({m.get('cpu', '?')}), Python {m.get('python', '?')}. Versions: {versions}.",
+        f"{m.get('nproc', '?')} cores ({m.get('cpu', '?')}, load {m.get('loadavg_at_start', '?')} at the start), "
+        f"Python {m.get('python', '?')}, mcp {m.get('mcp', '?')}. Versions: {versions}.",
         "How each figure is taken is in the module's docstring ([`peers.py`](peers.py)).",
         "",
         START,
         table(results),
         END,
         "",
-        "`direct` is the servers themselves, a client connected to each; `—` is a figure that does not apply "
-        "(mcp-proxy serves stdio servers over HTTP only, each at its own path, so a stdio client cannot spawn it; "
-        "its first-listing figure is from spawn to the last of its five listings over HTTP).",
+        "`direct` is the servers themselves, a client connected to each; `—` is a figure that does not apply. "
+        "mcp-proxy serves stdio servers over HTTP only, each at its own path, so a stdio client cannot spawn it; "
+        "its first-listing figure is from spawn to the last of its listings over HTTP. ContextForge is measured "
+        "over HTTP (its virtual server's endpoint, with the admin bearer token), from spawn to its first listing "
+        "there; its stdio wrapper is not measured. A failed HTTP call is a wrong answer or an error, every answer "
+        "being checked: ContextForge's bridge hands one server's output to every session and matches answers by "
+        "JSON-RPC id alone, so concurrent sessions get each other's answers (`bench/peer_contextforge.py`).",
         "",
+        *(["## Runs", "", *[f"- {line}" for line in results["runs"]], ""] if results.get("runs") else []),
         "## Not measured",
         "",
         *[f"- {name}: {why}." for name, why in results["not_measured"].items()],

@@ -140,3 +140,12 @@ def test_a_second_session_describes_from_the_cache_and_the_manifest_stays_small(
     targets = {entry["key"]: entry for entry in quick["targets"]}
     assert targets["second_session"]["met"] is True
     assert targets["manifest_bytes"]["measured"] == sizes["manifest_over_bare"]
+
+
+def test_the_readmes_table_of_peers_is_the_one_bench_peers_wrote() -> None:
+    from bench.peers import PEERS_MD, README, marked_table
+
+    written = marked_table(PEERS_MD.read_text())
+    assert written is not None, f"{PEERS_MD.name} has no table between the peers markers"
+    assert written.count("\n|") >= 8, written
+    assert marked_table(README.read_text()) == written, "run python -m bench.peers, or copy its table to the README"
