@@ -284,6 +284,17 @@ class spawned:
             self.client.process.kill()
 
 
+def listed(seconds: float, tools: list[dict[str, Any]], tree: tuple[int, int]) -> dict[str, Any]:
+    """A first listing's figures: its time, its tools and their tokens, the memory of the processes then."""
+    return {
+        "ms": round(seconds * 1000),
+        "tools": len(tools),
+        "tokens": visible_tokens(tools),
+        "rss_kib": tree[0],
+        "processes": tree[1],
+    }
+
+
 def first_listing(command: list[str], env: dict[str, str], within: float) -> dict[str, Any]:
     """Spawn to the first ``tools/list`` answer; the listing's tokens; the tree's memory after it."""
     started = time.perf_counter()
@@ -292,14 +303,8 @@ def first_listing(command: list[str], env: dict[str, str], within: float) -> dic
         tools = list_all(client, within)
         seconds = time.perf_counter() - started
         time.sleep(0.5)  # children that were still starting have their memory
-        rss, processes = tree_rss_kib(client.process.pid)
-    return {
-        "ms": round(seconds * 1000),
-        "tools": len(tools),
-        "tokens": visible_tokens(tools),
-        "rss_kib": rss,
-        "processes": processes,
-    }
+        tree = tree_rss_kib(client.process.pid)
+    return listed(seconds, tools, tree)
 
 
 def direct_listing(servers: dict[str, dict[str, Any]], env: dict[str, str], within: float) -> dict[str, Any]:
@@ -574,14 +579,8 @@ def contextforge_listing(root: Path, servers: dict[str, dict[str, Any]], within:
 
         tools = asyncio.run(listing())
         seconds = time.perf_counter() - started
-        rss, processes = pids_rss_kib(running.pids)
-    return {
-        "ms": round(seconds * 1000),
-        "tools": len(tools),
-        "tokens": visible_tokens(tools),
-        "rss_kib": rss,
-        "processes": processes,
-    }
+        tree = pids_rss_kib(running.pids)
+    return listed(seconds, tools, tree)
 
 
 def mcp_proxy_listing(front: Front, root: Path, servers: dict[str, dict[str, Any]], within: float) -> dict[str, Any]:
