@@ -50,6 +50,21 @@ def text_of(content: Any) -> str:
     return "\n".join(parts)
 
 
+def keep_listing(kept: dict[str, Any], loaded: Any) -> list[str]:
+    """Keep the tool objects of the last listing by name (an agent runs only these); their names."""
+    kept.clear()
+    kept.update((tool.name, tool) for tool in loaded)
+    return list(kept)
+
+
+def listed_tool(kept: dict[str, Any], name: str, holder: str = "agent") -> Any:
+    """The tool object ``name`` of the last listing, as an agent finds it (``holder``: who looks)."""
+    tool = kept.get(name)
+    if tool is None:
+        raise LookupError(f"the {holder} has no tool {name!r}: it was not in its last listing")
+    return tool
+
+
 def how_to_call(config: dict[str, Any], arguments: dict[str, Any], listed: list[str]) -> tuple[str, dict[str, Any]]:
     """The tool name and arguments a model uses to run ``config["tool"]``: through ``invoke_tool`` where
     the listing offers it (proxy and core mode, and dynamic mode served as proxy to a 2026-07-28 client)."""
@@ -101,17 +116,13 @@ async def langchain(config: dict[str, Any], steps: Steps) -> None:
 
     async def listing() -> list[str]:
         loaded = await client.get_tools()  # a new session, as every call of this client opens one
-        tools.clear()
-        tools.update((tool.name, tool) for tool in loaded)
         for tool in loaded:  # what an agent does with them: read the args, render the prompt
             _ = tool.args, tool.is_single_input
         render_text_description_and_args(loaded)
-        return list(tools)
+        return keep_listing(tools, loaded)
 
     async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        tool = tools.get(name)
-        if tool is None:
-            raise LookupError(f"the client has no tool {name!r}: it was not in its last listing")
+        tool = listed_tool(tools, name, "client")
         tool.handle_tool_error = True  # the model gets the error text, as in an agent loop
         output = await tool.ainvoke(arguments)
         text = output if isinstance(output, str) else text_of(output if isinstance(output, list) else [output])
@@ -146,16 +157,12 @@ async def agents(config: dict[str, Any], steps: Steps) -> None:
 
         async def listing() -> list[str]:
             tools = await server.list_tools()
-            listed.clear()
-            listed.update((tool.name, tool) for tool in tools)
             for tool in tools:  # as an Agent converts them, strict schemas on
                 MCPUtil.to_function_tool(tool, server, convert_schemas_to_strict=True)
-            return list(listed)
+            return keep_listing(listed, tools)
 
         async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            tool = listed.get(name)
-            if tool is None:
-                raise LookupError(f"the agent has no tool {name!r}: it was not in its last listing")
+            tool = listed_tool(listed, name)
             output = await MCPUtil.invoke_mcp_tool(server, tool, RunContextWrapper(None), json.dumps(arguments))
             text = output if isinstance(output, str) else json.dumps(output, default=str)
             try:  # a single text block comes back as its JSON: the model reads the text inside
@@ -249,16 +256,12 @@ async def mcpuse(config: dict[str, Any], steps: Steps) -> None:
 
         async def listing() -> list[str]:
             loaded = await adapter.create_tools(client)  # what MCPAgent.initialize does
-            tools.clear()
-            tools.update((tool.name, tool) for tool in loaded)
             for tool in loaded:
                 convert_to_openai_tool(tool)
-            return list(tools)
+            return keep_listing(tools, loaded)
 
         async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            tool = tools.get(name)
-            if tool is None:
-                raise LookupError(f"the agent has no tool {name!r}: it was not in its last listing")
+            tool = listed_tool(tools, name)
             output = await tool.ainvoke(arguments)
             text = output if isinstance(output, str) else json.dumps(output, default=str)
             return {"isError": "Invalid arguments" in text or "error" in text[:40].lower(), "text": text}
@@ -372,11 +375,9 @@ async def adk(config: dict[str, Any], steps: Steps) -> None:
 
         async def listing() -> list[str]:  # what the agent does at each model turn
             loaded = await agent.canonical_tools(ReadonlyContext(context))
-            tools.clear()
-            tools.update((tool.name, tool) for tool in loaded)
             for tool in loaded:
                 tool._get_declaration()  # pyright: ignore[reportPrivateUsage]
-            return list(tools)
+            return keep_listing(tools, loaded)
 
         async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
             request = types.Part(function_call=types.FunctionCall(id="call", name=name, args=arguments))
