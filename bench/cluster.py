@@ -35,7 +35,8 @@ from typing import Any
 
 import httpx2
 
-HOST = "127.0.0.1"
+from bench.load import HOST, free_port
+
 ECHO = r"""
 import json, sys
 for line in sys.stdin:
@@ -57,12 +58,6 @@ for line in sys.stdin:
 """
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
 JSON = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
 
 
 def wait_listening(port: int, process: subprocess.Popen[bytes], within: float = 60.0) -> None:
