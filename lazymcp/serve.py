@@ -28,7 +28,7 @@ from lazymcp.errors import CatalogError, ErrorCode
 from lazymcp.files import read_json
 from lazymcp.limits import MAX_UNANSWERED
 from lazymcp.messages import Tool
-from lazymcp.names import suggest
+from lazymcp.metacalls import unknown_tool
 from lazymcp.notices import say
 from lazymcp.options import Options
 from lazymcp.run.http_checks import Guard
@@ -64,10 +64,8 @@ def build_server(tools: Sequence[Tool], options: Options | None = None, *, name:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         assert lazy is not None
         catalog = lazy.static_catalog()
-        if catalog.get(params.name) is None:
-            close = suggest(params.name, catalog.name_index())
-            hint = f" Did you mean: {', '.join(close)}?" if close else ""
-            return _text(f"Unknown tool: {params.name!r}.{hint}", is_error=True)
+        if catalog.get(params.name) is None:  # the answer every front gives (metacalls.unknown_tool)
+            return types.CallToolResult.model_validate(unknown_tool(catalog, params.name).result)
         if not catalog.options.check_arguments:  # otherwise the middleware checked them before this call
             refused = check_arguments(params.name, catalog.validator(params.name), params.arguments)
             if refused is not None:

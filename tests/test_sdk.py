@@ -375,6 +375,20 @@ async def test_a_catalog_server_relays_off_spec_tools_untouched(mode: str, small
     assert json.loads(echoed.content[0].text) == {"query": "state:open"}  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_catalog_server_answers_an_unknown_tool_as_every_front_does(
+    mode: str, small_tools: list[dict[str, Any]]
+) -> None:
+    server = build_server(small_tools).server
+    async with Client(InMemoryTransport(server), mode=mode) as client:
+        refused = await client.call_tool("issues_serch", {})
+    assert refused.is_error
+    payload = json.loads(refused.content[0].text)  # type: ignore[union-attr]
+    assert payload["error"] == "unknown_tool"
+    assert payload["name"] == "issues_serch"
+    assert payload["suggestions"][0] == "issues_search"
+
+
 def test_spec_schemas_are_valid_json_schemas() -> None:
     files = sorted((SPEC / "schema").glob("*.json"))
     assert len(files) >= 9
