@@ -306,6 +306,54 @@ async def autogen(config: dict[str, Any], steps: Steps) -> None:
         await run_steps(config, steps, listing, call)
 
 
+async def autogentools(config: dict[str, Any], steps: Steps) -> None:
+    """``mcp_server_tools`` (each tool opens a session of its own for every call), given to an
+    ``AssistantAgent`` as tools: the agent puts them in a ``StaticWorkbench`` and runs each call through
+    its own tool-call step."""
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_core import CancellationToken, FunctionCall
+    from autogen_core.tools import StaticWorkbench
+    from autogen_ext.tools.mcp import StdioServerParams, StreamableHttpServerParams, mcp_server_tools
+
+    target = config["target"]
+    params: Any
+    if "url" in target:
+        params = StreamableHttpServerParams(url=target["url"], timeout=config["timeout"])
+    else:
+        command = target["command"]
+        params = StdioServerParams(command=command[0], args=command[1:], read_timeout_seconds=config["timeout"])
+    workbench = StaticWorkbench([])
+    calls = 0
+
+    async def listing() -> list[str]:
+        nonlocal workbench
+        workbench = StaticWorkbench(list(await mcp_server_tools(params)))
+        return [tool["name"] for tool in await workbench.list_tools()]
+
+    async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        request = FunctionCall(id=f"call-{calls}", name=name, arguments=json.dumps(arguments))
+        _, result = await AssistantAgent._execute_tool_call(  # pyright: ignore[reportPrivateUsage]
+            request, [workbench], [], "agent", CancellationToken(), asyncio.Queue()
+        )
+        return {"isError": result.is_error is True, "text": _blocks_text(result.content)}
+
+    await run_steps(config, steps, listing, call)
+
+
+def _blocks_text(shown: str) -> str:
+    """The text a model reads in a tool result that ``mcp_server_tools`` gives as the JSON of its content
+    blocks (``McpToolAdapter.return_value_as_string``); anything else as it is."""
+    try:
+        blocks = json.loads(shown)
+    except ValueError:
+        return shown
+    if isinstance(blocks, list) and all(isinstance(block, dict) and "type" in block for block in blocks):
+        return text_of(blocks)
+    return shown
+
+
 # --- smolagents ------------------------------------------------------------------------------------
 
 
@@ -443,6 +491,7 @@ DRIVERS = {
     "pydanticai": pydanticai,
     "mcpuse": mcpuse,
     "autogen": autogen,
+    "autogentools": autogentools,
     "smolagents": smolagents,
     "adk": adk,
 }

@@ -39,6 +39,13 @@ REASONS: dict[str, str] = {
     "G1": "AutoGen's `AssistantAgent` runs only the tools its workbenches list "
     '(`autogen_agentchat/agents/_assistant_agent.py:1579`, `if any(t["name"] == tool_call.name for t in tools)`, '
     "else `Error: tool '…' not found in any workbench`).",
+    "G2": "AutoGen's `mcp_server_tools` opens a new session for every call "
+    "(`autogen_ext/tools/mcp/_base.py:74`, `async with create_mcp_server_session(self._server_params)`): "
+    "what `search_tools` enabled is gone at the next call.",
+    "G3": "AutoGen's `mcp_server_tools` builds a pydantic model of each listed schema and cannot read a type "
+    "list (`autogen_core/utils/_json_to_pydantic.py:217`, `if json_type not in TYPE_MAPPING:` raises "
+    "`unhashable type: 'list'`): one parameter typed with a list (the sample catalog's "
+    "`customfields_set_value.value`) fails the whole listing.",
     "S1": "smolagents' agent runs only the tools it was given "
     "(`smolagents/agents.py:1465`, `if tool_name not in available_tools:` raises `Unknown tool …`).",
     "S2": "smolagents lists an MCP server's tools once, when the collection opens "
@@ -75,6 +82,9 @@ EXPECTED: dict[tuple[str, str, str], dict[str, str]] = {
     **_cells("mcpuse", ("eager",), {"invalid": "U3"}),
     **_cells("autogen", ("proxy", "core"), {"unlisted": "G1"}),
     **_cells("autogen", ("dynamic",), {"describe": "G1"}),
+    **_cells("autogentools", ("proxy", "core"), {"unlisted": "G1"}),
+    **_cells("autogentools", ("dynamic",), {"describe": "G1", "call": "G2", "invalid": "G2", "unlisted": "G1"}),
+    **_cells("autogentools", ("eager",), {"list": "G3", "call": "G3", "invalid": "G3"}),
     **_cells("smolagents", ("proxy", "core"), {"unlisted": "S1"}),
     **_cells("smolagents", ("dynamic",), {"describe": "S1", "call": "S2", "invalid": "S2", "unlisted": "S1"}),
     **_cells("smolagents", ("eager",), {"invalid": "S3"}),

@@ -33,11 +33,18 @@ PYTHON_CLIENTS: dict[str, tuple[str, ...]] = {
     "agents": ("openai-agents==0.24.0", "mcp==2.3.0"),
     "pydanticai": ("pydantic-ai-slim[mcp]==2.68.0", "mcp==2.3.0"),
     "mcpuse": ("mcp-use==1.7.1", "mcp==1.30.0"),
-    "autogen": ("autogen-ext[mcp]==0.7.5", "autogen-agentchat==0.7.5", "mcp==1.30.0"),
+    "autogen": ("autogen-ext[mcp]==0.7.5", "autogen-agentchat==0.7.5", "mcp==1.30.0", "email-validator==2.4.0"),
     "smolagents": ("smolagents[mcp]==1.26.0", "mcp==1.30.0", "websockets==17.4"),
     "adk": ("google-adk[mcp]==2.13.0", "mcp==2.3.0"),
 }
-"""Each Python client's pins. langchain-mcp-adapters 0.3.2 resolves to the 1.x SDK (``mcp==1.30.0``)."""
+"""Each Python client's pins. langchain-mcp-adapters 0.3.2 resolves to the 1.x SDK (``mcp==1.30.0``).
+AutoGen's schema converter maps ``format: email`` to pydantic's ``EmailStr``
+(``autogen_core/utils/_json_to_pydantic.py:66``), which needs ``email-validator``, a package AutoGen does
+not declare: without it ``mcp_server_tools`` fails on a listing with such a tool."""
+SHARED_ENVIRONMENTS = {"autogentools": "autogen"}
+"""Drivers of a second API of one library, run in that library's environment."""
+PYTHON_DRIVERS = (*PYTHON_CLIENTS, *SHARED_ENVIRONMENTS)
+"""Every driver run by ``drive.py``."""
 INSPECTOR = ("@modelcontextprotocol/inspector", "2.12.0")
 
 CLIENT_NAMES = {
@@ -47,6 +54,7 @@ CLIENT_NAMES = {
     "pydanticai": "pydantic-ai 2.68.0",
     "mcpuse": "mcp-use 1.7.1",
     "autogen": "AutoGen 0.7.5 (McpWorkbench)",
+    "autogentools": "AutoGen 0.7.5 (mcp_server_tools)",
     "smolagents": "smolagents 1.26.0",
     "adk": "Google ADK 2.13.0",
     "inspector": "MCP Inspector CLI 2.12.0",
@@ -75,6 +83,7 @@ def mode_flags(mode: str) -> list[str]:
 
 def python_client(name: str) -> Path:
     """The Python of the client's own virtual environment, created and installed on first use."""
+    name = SHARED_ENVIRONMENTS.get(name, name)
     pins = PYTHON_CLIENTS[name]
     venv = CLIENT_VENVS / name
     python = venv / "bin" / "python"

@@ -28,6 +28,7 @@ from .support import (
     HERE,
     MODES,
     PYTHON_CLIENTS,
+    PYTHON_DRIVERS,
     TRANSPORTS,
     drive,
     inspector_cli,
@@ -37,7 +38,7 @@ from .support import (
     python_client,
 )
 
-CLIENTS = (*PYTHON_CLIENTS, "inspector", "ts")
+CLIENTS = (*PYTHON_DRIVERS, "inspector", "ts")
 RESULTS = CLIENT_VENVS / "results"
 
 
@@ -68,7 +69,7 @@ def target_of(transport: str, mode: str, http_servers: dict[str, str]) -> dict[s
 
 def run_client(client: str, mode: str, target: dict[str, Any]) -> dict[str, dict[str, Any]]:
     config = {**CASE, "client": client, "mode": mode, "target": target}
-    if client in PYTHON_CLIENTS:
+    if client in PYTHON_DRIVERS:
         return drive([str(python_client(client)), str(HERE / "drive.py"), json.dumps(config)])
     if client == "ts":
         return drive([node(), str(HERE / "drive_ts.mjs"), json.dumps({**config, "sdk": str(ts_sdk_package())})])
