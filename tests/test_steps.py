@@ -3,16 +3,22 @@
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp import Client, StdioServerParameters
 
 from lazymcp import steps
 from lazymcp.fusion import BM25F, SERVER, STDLIB_WEIGHTS, HybridRanker, fit, fused
 from lazymcp.ranking import BM25Ranker, Document
 from lazymcp.search import ToolIndex
 from lazymcp.serverrank import ServerRanker, server_of
-from tests.conftest import tool
+from tests.conftest import SERVERS, tool
 
 # --- splitting ---------------------------------------------------------------------------------------
 
@@ -108,7 +114,7 @@ def test_a_step_is_ranked_in_the_whole_requests_context() -> None:
 
 # --- servers -----------------------------------------------------------------------------------------
 
-SERVERS: list[dict[str, Any]] = [
+TWO_SERVERS: list[dict[str, Any]] = [
     tool("gitlab__create_project", "Create a project."),
     tool("gitlab__list_merge_requests", "List merge requests of a repository."),
     tool("atlas__create_project", "Create a project."),
@@ -128,18 +134,18 @@ def test_a_tools_server_is_its_names_prefix() -> None:
 
 
 def test_the_server_ranker_gives_each_tool_its_servers_score() -> None:
-    ranked = ServerRanker(documents(SERVERS)).rank("a database cluster", 10)
+    ranked = ServerRanker(documents(TWO_SERVERS)).rank("a database cluster", 10)
     assert {p for p, _ in ranked} == {2, 3, 4}  # atlas's tools, all alike; gitlab's never matched
     assert len({s for _, s in ranked}) == 1
-    described = ServerRanker(documents(SERVERS), {"gitlab": "Source code hosting and CI pipelines."})
+    described = ServerRanker(documents(TWO_SERVERS), {"gitlab": "Source code hosting and CI pipelines."})
     assert {p for p, _ in described.rank("pipelines", 10)} == {0, 1}
     assert ServerRanker(documents([tool("create_project"), tool("list_projects")])).rank("project", 10) == []
 
 
 def test_the_server_prior_breaks_a_tie_between_siblings_on_two_servers() -> None:
     query = "create a project for the cluster"
-    alone = ToolIndex.build(SERVERS, ranker=BM25Ranker, split=None).search(query, 2).names
-    stdlib = ToolIndex.build(SERVERS, ranker=lambda docs: fused(docs, STDLIB_WEIGHTS), split=None)
+    alone = ToolIndex.build(TWO_SERVERS, ranker=BM25Ranker, split=None).search(query, 2).names
+    stdlib = ToolIndex.build(TWO_SERVERS, ranker=lambda docs: fused(docs, STDLIB_WEIGHTS), split=None)
     with_servers = stdlib.search(query, 5).names
     assert alone[0] != "atlas__create_project" or alone[1] != "gitlab__create_project"  # BM25F alone: not decided
     assert with_servers.index("atlas__create_project") < with_servers.index("gitlab__create_project")
@@ -147,11 +153,11 @@ def test_the_server_prior_breaks_a_tie_between_siblings_on_two_servers() -> None
 
 def test_the_default_stdlib_ranker_fuses_bm25f_and_the_server_ranker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAZYMCP_RANKER", "bm25")
-    ranker = ToolIndex.build(SERVERS).ranker
+    ranker = ToolIndex.build(TWO_SERVERS).ranker
     assert STDLIB_WEIGHTS.get(SERVER, 0) > 0
     assert isinstance(ranker, HybridRanker)
     assert [type(r) for r, _ in ranker.rankers] == [BM25Ranker, ServerRanker]
-    assert isinstance(fused(documents(SERVERS), {BM25F: 1.0}), BM25Ranker)  # no server weight: BM25F itself
+    assert isinstance(fused(documents(TWO_SERVERS), {BM25F: 1.0}), BM25Ranker)  # no server weight: BM25F itself
 
 
 # --- through the index ------------------------------------------------------------------------------
@@ -198,3 +204,24 @@ def test_the_fit_weighs_the_feature_that_separates_relevant_tools() -> None:
     assert weights[0] > weights[1] and abs(sum(weights) - 1.0) < 1e-9
     with pytest.raises(ValueError, match="no pairs"):
         fit([])
+
+
+# --- through a real gateway ------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_search_tools_through_a_gateway_ranks_by_the_servers_description(tmp_path: Path) -> None:
+    """Two servers with the same tools: the request's words are only in one server's description."""
+    server = {"command": sys.executable, "args": [str(SERVERS / "given_server.py")]}
+    config = tmp_path / "mcp.json"
+    servers = {"s": server, "crm": server | {"lazymcp": {"description": "Contacts and companies of the sales team."}}}
+    config.write_text(json.dumps({"mcpServers": servers}))
+    env = {**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "LAZYMCP_RANKER": "bm25"}
+    args = ["-m", "lazymcp", "gateway", "--config", str(config)]
+    with anyio.fail_after(60):
+        async with Client(StdioServerParameters(command=sys.executable, args=args, env=env), mode="legacy") as client:
+            found = await client.call_tool("search_tools", {"query": "repeat a text for the sales contacts"})
+    shown = "".join(getattr(block, "text", "") for block in found.content)
+    assert not found.is_error
+    assert 0 <= shown.find("crm__repeat") < shown.find("s__repeat")
