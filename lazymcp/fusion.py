@@ -30,6 +30,15 @@ in 19 of 20 folds (bench/SEARCH.md; the pairwise fit, 0.64 / 0.36, estimated low
 ``semantic.FUSION_WEIGHTS`` holds each set of embedding models'. A feature absent weighs 0."""
 
 
+def weights_text(weights: Mapping[str, float]) -> str:
+    """Fusion weights in words: ``bm25f 0.8 + server 0.2``."""
+    return " + ".join(f"{name} {weight:g}" for name, weight in weights.items() if weight > 0)
+
+
+STDLIB: Final = f"{weights_text(STDLIB_WEIGHTS)} (stdlib)"
+"""The stdlib install's ranker in words (``lazymcp stats``, the server's startup line)."""
+
+
 class HybridRanker:
     """A weighted sum of rankers' normalized scores.
 

