@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import functools
 import json
+import statistics
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.search_methods import KINDS, QueryMemo, cross_validate, cross_validate_fitted
+from bench.search_methods import KINDS, QueryMemo, cross_validate, cross_validate_fitted, folds
 from lazymcp import steps
 from lazymcp.fusion import BM25F, SERVER, HybridRanker, fit, named
 from lazymcp.ranking import BM25Ranker, Ranker
@@ -129,7 +130,7 @@ def round_three(
             label = f"server={share},split={split_name}"
             index = bench.index({BM25F: 1.0 - share, SERVER: share}, split, 0.0)
             grid[label] = bench.rows(index, queries)
-            held[label] = summary(bench.rows(index, extra))
+            held[label] = bench.rows(index, extra)
     cv["stdlib: server share (whole requests)"] = cross_validate(
         {k: v for k, v in grid.items() if k.endswith("split=whole")}, queries
     )
@@ -148,7 +149,8 @@ def round_three(
     cv["stdlib: fitted (bm25f, server)"], fits[()] = fitted(
         bench, queries, [BM25F, SERVER], {BM25F: 1.0}, split, 0.0, base_rows
     )
-    held["fitted stdlib"] = summary(bench.rows(bench.index(fits[()], split, 0.0), extra))
+    held["fitted stdlib"] = bench.rows(bench.index(fits[()], split, 0.0), extra)
+    baseline = dict.fromkeys(held, "server=0.0,split=whole")
 
     # 3. With each installed embedding model: the shipped convex weights against the fitted ones.
     for model, ranker in embedders(bench, models).items():
@@ -161,7 +163,7 @@ def round_three(
             label = f"{model} shipped, split={split_label}"
             index = bench.index(shipped, chosen, FLOOR)
             grid[label] = bench.rows(index, queries)
-            held[label] = summary(bench.rows(index, extra))
+            held[label] = bench.rows(index, extra)
         cv[f"{model}: server share (whole requests)"] = cross_validate(
             {f"server={share}": server_rows(bench, queries, shipped, share, FLOOR) for share in SERVER_GRID}, queries
         )
@@ -177,8 +179,10 @@ def round_three(
         cv[key], _ = fitted(bench, queries, [BM25F, model], shipped, split, FLOOR, base)
         key = f"{model}: fitted (bm25f, server, {model})"
         cv[key], fits[(model,)] = fitted(bench, queries, [BM25F, SERVER, model], shipped, split, FLOOR, base)
-        held[f"fitted {model}"] = summary(bench.rows(bench.index(fits[(model,)], split, FLOOR), extra))
-    return {"cv": cv, "multistep": held, "dev_by_kind": dev, "fits": fits}
+        held[f"fitted {model}"] = bench.rows(bench.index(fits[(model,)], split, FLOOR), extra)
+        baseline |= {label: f"{model} shipped, split=whole" for label in held if label not in baseline}
+    scored = {label: summary(rows, held[baseline[label]], extra) for label, rows in held.items()}
+    return {"cv": cv, "multistep": scored, "dev_by_kind": dev, "fits": fits}
 
 
 def server_rows(
@@ -244,10 +248,21 @@ def embedders(bench: Bench, models: Sequence[str]) -> dict[str, Ranker]:
     return found
 
 
-def summary(rows: Rows) -> dict[str, float]:
+def summary(rows: Rows, base: Rows, queries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Means over the multi-step set, and Recall@5's gain over ``base`` fold by fold (the same 5 × 4 folds)."""
     n = len(rows)
+    gains: list[float] = []
+    wins = [0, 0, 0]
+    for repeat in range(4):
+        for held in folds(queries, 5, seed=repeat):
+            gain = sum(rows[i]["recall@5"] - base[i]["recall@5"] for i in held) / len(held)
+            gains.append(gain)
+            wins[0 if gain > 1e-9 else 1 if gain > -1e-9 else 2] += 1
     return {m: sum(r[m] for r in rows) / n for m in ("recall@5", "mrr", "hit@5")} | {
-        "all@5": sum(1.0 for r in rows if r["recall@5"] >= 1.0) / n
+        "all@5": sum(1.0 for r in rows if r["recall@5"] >= 1.0) / n,
+        "gain": statistics.fmean(gains),
+        "gain_sd": statistics.stdev(gains),
+        "wins_ties_losses": wins,
     }
 
 
@@ -273,10 +288,18 @@ def render(result: dict[str, Any]) -> str:
             + " | ".join(kinds)
             + f" | {r['gain']:+.3f} ± {r['gain_sd']:.3f} | {won} | {chosen} |"
         )
-    lines += ["", "| method on bench/multistep.json (26 requests) | Recall@5 | all steps in top 5 | Hit@5 | MRR |"]
-    lines.append("|---|---:|---:|---:|---:|")
+    lines += [
+        "",
+        "| method on bench/multistep.json (26 requests) | Recall@5 | all steps in top 5 | Hit@5 | MRR |"
+        " Δ Recall@5 vs whole, by fold | folds won / tied / lost |",
+    ]
+    lines.append("|---|---:|---:|---:|---:|---|---|")
     for label, s in result["multistep"].items():
-        lines.append(f"| {label} | {s['recall@5']:.3f} | {s['all@5']:.3f} | {s['hit@5']:.3f} | {s['mrr']:.3f} |")
+        won = "/".join(str(x) for x in s["wins_ties_losses"])
+        lines.append(
+            f"| {label} | {s['recall@5']:.3f} | {s['all@5']:.3f} | {s['hit@5']:.3f} | {s['mrr']:.3f} |"
+            f" {s['gain']:+.3f} ± {s['gain_sd']:.3f} | {won} |"
+        )
     lines += [
         "",
         "| Recall@5 on the whole dev set (fixed methods, nothing chosen) | single-step | " + " | ".join(KINDS) + " |",
