@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.search_methods import KINDS, METRICS, OkapiBM25, QueryMemo, cross_validate, fixed_folds, ranker_search
+from lazymcp.fusion import BM25F
 from lazymcp.search import BM25Ranker, FieldWeights, RankerFactory, ToolIndex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,7 +191,7 @@ def semantic_methods(
             index = ToolIndex.build(tools, ranker=lambda _docs, fused=fused: fused)
             found[f"hybrid:{label}@{weight}"] = per_query(index_search(index), queries, catalog)
     if E5_MODEL in embedders:  # the floor's cost, at the default weight
-        share = FUSION_WEIGHTS[(E5_MODEL,)]
+        share = FUSION_WEIGHTS[(E5_MODEL,)][BM25F]
         rankers = [(bm25, share), (embedders[E5_MODEL], 1 - share)]
         index = ToolIndex.build(tools, ranker=lambda _docs: HybridRanker(rankers, size=len(tools)))
         found[f"no-floor:{E5_MODEL}@{share}"] = per_query(index_search(index), queries, catalog)
@@ -347,11 +348,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-embeddings", action="store_true", help="BM25 methods only")
     parser.add_argument("--no-start", action="store_true", help="skip the fresh-process start and memory runs")
     parser.add_argument("--start-only", action="store_true", help="only the fresh-process start and memory runs")
+    parser.add_argument(
+        "--fit",
+        action="store_true",
+        help="round three only: the server ranker, step splitting and the fitted fusion, cross-validated, and"
+        " the weights to ship",
+    )
     args = parser.parse_args(argv)
     if args.start_only:
         print(json.dumps({ranker: start_cost(ranker) for ranker in ("bm25", "auto")}, indent=1))
         return 0
     models: list[str] = [] if args.no_embeddings else args.model or list(EXTRAS)
+    if args.fit:
+        return fit_main(models, args.json)
     results = run(models, costs=not args.no_start)
     if results is None:
         print(f"skipped: the dev set is not here ({QUERIES} or {CATALOG} is absent)")
@@ -363,6 +372,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(json.dumps({"model_costs": results["model_costs"], "start": results.get("start")}, indent=1))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    return 0
+
+
+def fit_main(models: Sequence[str], out: Path | None) -> int:
+    from bench.search_fit import render, round_three
+
+    loaded = load()
+    if loaded is None:
+        print(f"skipped: the dev set is not here ({QUERIES} or {CATALOG} is absent)")
+        return 0
+    tools, queries = loaded
+    catalog = {tool["name"] for tool in tools}
+    result = round_three(tools, queries, lambda search, qs: per_query(search, qs, catalog)["rows"], models)
+    print(render(result))
+    if out:
+        result["fits"] = {" + ".join(models) or "stdlib": weights for models, weights in result["fits"].items()}
+        out.write_text(json.dumps(result, indent=1, default=str))
     return 0
 
 

@@ -398,6 +398,17 @@ class Catalog:
     def category_description(self, category: str) -> str | None:
         return self.declared.categories.get(category) or self.options.metadata.categories.get(category)
 
+    def server_descriptions(self, infos: Sequence[ToolInfo]) -> dict[str, str]:
+        """What each server is for, where declared (a gateway's ``description``, as its tools' category's):
+        the server ranker of ``search_tools`` reads it beside the server's tools."""
+        found: dict[str, str] = {}
+        for name, info in zip(self.index, infos, strict=True):
+            server, sep, rest = name.partition(self.separator) if self.separator else (name, "", "")
+            described = self.category_description(info.category) if sep and rest else None
+            if described and server not in found:
+                found[server] = described
+        return found
+
     def search_index(self) -> ToolIndex:
         """The ``search_tools`` index over this version (built on the first search).
 
@@ -414,6 +425,7 @@ class Catalog:
                 summaries=[i.summary for i in infos],
                 categories=[i.category for i in infos],
                 separator=self.separator,
+                servers=self.server_descriptions(infos),
             )
 
         return self.memo("search_index", build)

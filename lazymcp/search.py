@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from lazymcp import steps
+from lazymcp.fusion import STDLIB, STDLIB_WEIGHTS, fused
 from lazymcp.messages import SEPARATOR, Tool
 from lazymcp.metadata import resolve
 from lazymcp.ranking import (
@@ -51,42 +53,53 @@ __all__ = [
 
 MAX_K: Final = 1000
 """``search`` returns at most this many hits, whatever ``k`` asks."""
+POOL: Final = 50
+"""A step of a multi-step request is ranked among the whole request's this many best tools only."""
 RANKER_ENV: Final = "LAZYMCP_RANKER"
 """``bm25`` keeps the stdlib ranker even where the ``semantic`` extra is installed; unset or ``auto``: the best."""
 
 _log = logging.getLogger("lazymcp.search")
+Merge = Callable[[Sequence[Sequence[tuple[int, float]]], Sequence[tuple[int, float]], int], list[tuple[int, float]]]
 
 
-def default_ranker() -> RankerFactory:
-    """The best ranker installed: BM25F fused with every embedding model installed (the ``semantic``
-    extras), else BM25F.
+def default_ranker(servers: Mapping[str, str] | None = None) -> RankerFactory:
+    """The best ranker installed: BM25F and the server ranker fused with every embedding model installed
+    (the ``semantic`` extras), else BM25F and the server ranker (``fusion.STDLIB_WEIGHTS``).
+
+    ``servers`` gives each server's description where the front end knows it (a gateway).
 
     ``LAZYMCP_RANKER=bm25`` keeps BM25F. A semantic ranker that fails to build (a broken install; an
     unwritable cache is no failure) falls back to BM25F with a warning on the ``lazymcp.search`` logger.
     """
+
+    def stdlib(documents: Sequence[Document]) -> Ranker:
+        return fused(documents, STDLIB_WEIGHTS, servers=servers)
+
     if os.environ.get(RANKER_ENV, "auto").strip().lower() in ("bm25", "bm25f", "stdlib"):
-        return BM25Ranker
+        return stdlib
     from lazymcp import semantic  # stdlib-only at import: its dependencies load in semantic.load_encoder
 
     if not semantic.installed_models():
-        return BM25Ranker
+        return stdlib
 
     def build(documents: Sequence[Document]) -> Ranker:
         try:
-            return semantic.hybrid()(documents)
+            return semantic.hybrid(servers=servers)(documents)
         except Exception as exc:  # a broken optional install must not take search down
             _log.warning("semantic search unavailable (%s); using BM25F", exc)
-            return BM25Ranker(documents)
+            return stdlib(documents)
 
     return build
 
 
 def describe_ranker() -> str:
     """The ranker ``search_tools`` uses here, in words: for ``lazymcp stats`` and the server's startup line."""
-    if default_ranker() is BM25Ranker:
-        return "bm25f (stdlib)"
     from lazymcp import semantic
 
+    if os.environ.get(RANKER_ENV, "auto").strip().lower() in ("bm25", "bm25f", "stdlib") or not (
+        semantic.installed_models()
+    ):
+        return STDLIB
     return semantic.describe()
 
 
@@ -121,6 +134,10 @@ class ToolIndex:
     names: tuple[str, ...]
     ranker: Ranker
     exact: dict[str, tuple[int, ...]] = field(repr=False)
+    split: Callable[[str], list[str]] | None = None
+    """Splits a request into its steps (``lazymcp.steps``); ``None`` ranks every request whole."""
+    merge: Merge = steps.merge
+    """Merges the steps' rankings with the whole request's (``steps.merge`` or ``steps.cover``)."""
 
     @classmethod
     def build(
@@ -131,13 +148,18 @@ class ToolIndex:
         categories: Sequence[str] | None = None,
         ranker: RankerFactory | None = None,
         separator: str = SEPARATOR,
+        servers: Mapping[str, str] | None = None,
+        split: Callable[[str], list[str]] | None = None,
+        merge: Merge = steps.merge,
     ) -> ToolIndex:
         """Precompute the index once.
 
         ``summaries`` and ``categories`` are each tool's, in order (the catalog passes what it resolved;
         by default ``lazymcp.metadata.resolve`` gives them). ``ranker`` builds the ranker (by default
-        ``default_ranker()``). ``separator`` joins a server's name and its tool's in a gateway's names: a
-        query naming the tool alone matches it exactly too. Tools without a string name are left out.
+        ``default_ranker(servers)``, ``servers`` giving each server's description where known). ``separator``
+        joins a server's name and its tool's in a gateway's names: a query naming the tool alone matches it
+        exactly too, and the server ranker groups tools by it. ``split`` cuts a request into its steps
+        (``None``: never). Tools without a string name are left out.
         """
         given = list(tools)
         keep = [i for i, tool in enumerate(given) if isinstance(tool.get("name"), str)]  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -162,8 +184,10 @@ class ToolIndex:
                     exact.setdefault(form, []).append(position)
         return cls(
             names=names,
-            ranker=(ranker or default_ranker())(documents),
+            ranker=(ranker or default_ranker(servers))(documents),
             exact={form: tuple(positions) for form, positions in exact.items()},
+            split=split,
+            merge=merge,
         )
 
     @property
@@ -184,7 +208,7 @@ class ToolIndex:
         if k == 0 or not query.strip():
             return SearchResult(query=query, hits=(), total=self.total)
         exact = self.exact_matches(query)
-        ranked = self.ranker.rank(query, k + len(exact))
+        ranked = self.rank(query, k + len(exact))
         if exact:
             scores = dict(ranked)
             top = ranked[0][1] if ranked else 0.0
@@ -194,3 +218,17 @@ class ToolIndex:
             ranked = first + [(pos, score) for pos, score in ranked if pos not in chosen]
         hits = tuple(SearchHit(name=self.names[pos], score=round(score, 6)) for pos, score in ranked[:k])
         return SearchResult(query=query, hits=hits, total=self.total)
+
+    def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
+        """The ranker's best ``limit`` tools; for a request of several steps, each step covered in turn.
+
+        Each step is ranked among the whole request's ``POOL`` best tools, by its own score plus the whole
+        request's (``steps.in_context``: the request's context, such as the server it names, stays), and
+        ``steps.merge`` interleaves the steps' rankings.
+        """
+        parts = self.split(query) if self.split is not None else [query]
+        whole = self.ranker.rank(query, max(limit, POOL) if len(parts) > 1 else limit)
+        if len(parts) == 1:
+            return whole
+        per_step = [steps.in_context(self.ranker.rank(part, self.total), whole[:POOL]) for part in parts]
+        return self.merge(per_step, whole, limit)

