@@ -1,0 +1,204 @@
+"""Server processes per principal (``lazymcp gateway --http``): the sessions of one principal share one
+process of each server on this instance; a process never serves two principals.
+
+``SharedServers.connector(principal)`` is what a session's ``Driver`` starts its servers with: for a
+server run as a process it gives a ``Lease`` on that principal's process (started by the first session
+that needs it), through which the session speaks as if the process were its own; ``Sharing``
+(``lazymcp.gateway.sharing``) keeps the sessions' ids, answers and the server's requests apart. A
+remote server (``url``) and an entry with ``"share": "session"`` get a connection of the session's own.
+
+A process is stopped when its last session leaves (a session ends when closed, or idle for the front's
+idle timeout). One session not reading its answers pauses the process for the principal's other
+sessions too: the process's output is read once for them all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from lazymcp import jsonrpc
+from lazymcp.errors import UpstreamError
+from lazymcp.gateway.sharing import SERVER, Out, Sharing
+from lazymcp.jsonrpc import Frame
+from lazymcp.run.connections import Connection, connect
+
+if TYPE_CHECKING:
+    from lazymcp.entries import ServerEntry
+    from lazymcp.policy import Principal
+
+Key = tuple[object, str]
+"""A principal and a server's name."""
+
+
+class _Process:
+    """One server process and the sessions sharing it."""
+
+    def __init__(self, pool: SharedServers, key: Key, entry: ServerEntry) -> None:
+        self.pool = pool
+        self.key = key
+        self.entry = entry
+        self.connection = connect(entry, isolated=True)
+        self.sharing = Sharing()
+        self.leases: dict[int, Lease] = {}
+        self.paused: set[int] = set()
+        self.gone: str | None = None
+        loop = asyncio.get_running_loop()
+        self.last_used = loop.time()
+        self.ready: asyncio.Task[None] = loop.create_task(self._start())
+        self.stopping: asyncio.Task[None] | None = None
+
+    async def _start(self) -> None:
+        self.connection.on_pressure = self._pressure
+        try:
+            await self.connection.start(self._line, self._gone)
+        except UpstreamError:
+            self.pool.forget(self)
+            raise
+        self.pool.started += 1
+
+    def _pressure(self, full: bool) -> None:
+        for lease in list(self.leases.values()):
+            lease.on_pressure(full)
+
+    def _line(self, line: bytes) -> None:
+        try:
+            frame = Frame.read(line)
+        except jsonrpc.NotJSONRPC:
+            for lease in list(self.leases.values()):  # each session's upstream says what it makes of it
+                lease.on_line(line)
+            return
+        self.deliver(self.sharing.from_server(frame))
+
+    def _gone(self, reason: str) -> None:
+        if self.gone is not None:
+            return
+        self.gone = reason
+        self.pool.forget(self)
+        for lease in list(self.leases.values()):
+            lease.on_gone(reason)
+
+    def deliver(self, out: list[Out]) -> None:
+        self.last_used = asyncio.get_running_loop().time()
+        for where, frame in out:
+            if where == SERVER:
+                if self.gone is None:
+                    self.connection.send(frame.line)
+            else:
+                lease = self.leases.get(where)
+                if lease is not None:
+                    lease.on_line(frame.line)
+
+    def pause(self, number: int, paused: bool) -> None:
+        was = bool(self.paused)
+        (self.paused.add if paused else self.paused.discard)(number)
+        if bool(self.paused) != was:
+            self.connection.pause(bool(self.paused))
+
+    def leave(self, number: int) -> None:
+        self.leases.pop(number, None)
+        self.paused.discard(number)
+        self.deliver(self.sharing.detach(number))
+        if self.paused == set():
+            self.connection.pause(False)
+        if not self.leases:
+            self.stop()
+
+    def stop(self) -> None:
+        """Stop the process (once): its sessions left, or it was idle too long."""
+        self.pool.forget(self)
+        if self.stopping is None:
+            self.stopping = asyncio.get_running_loop().create_task(self.connection.stop())
+            self.pool.stopping.add(self.stopping)
+            self.stopping.add_done_callback(self.pool.stopping.discard)
+
+
+class Lease:
+    """One session's way to its principal's process of a server: a ``Connection`` like any other."""
+
+    def __init__(self, pool: SharedServers, key: Key, entry: ServerEntry) -> None:
+        self.pool = pool
+        self.key = key
+        self.entry = entry
+        self.on_pressure: Callable[[bool], None] = lambda full: None
+        self.on_line: Callable[[bytes], None] = lambda line: None
+        self.on_gone: Callable[[str], None] = lambda reason: None
+        self.process: _Process | None = None
+        self.number = 0
+        self._paused = False
+        self._stopped = False
+
+    async def start(self, on_line: Callable[[bytes], None], on_gone: Callable[[str], None]) -> None:
+        self.on_line, self.on_gone = on_line, on_gone
+        await self._join()
+
+    async def _join(self) -> None:
+        process = self.pool.process(self.key, self.entry)
+        await asyncio.shield(process.ready)
+        if self._stopped:
+            return
+        self.process = process
+        self.number = process.sharing.attach()
+        process.leases[self.number] = self
+        if self._paused:
+            process.pause(self.number, True)
+
+    def send(self, line: bytes) -> None:
+        try:
+            frame = Frame.read(line)
+        except jsonrpc.NotJSONRPC:
+            return  # the core sends only what it made
+        process = self.process
+        if process is not None and process.gone is None and process.stopping is None:
+            process.deliver(process.sharing.from_session(self.number, frame))
+
+    @property
+    def buffered(self) -> int:
+        return self.process.connection.buffered if self.process is not None else 0
+
+    def pause(self, paused: bool) -> None:
+        self._paused = paused
+        if self.process is not None:
+            self.process.pause(self.number, paused)
+
+    async def stop(self) -> None:
+        self._stopped = True
+        process, self.process = self.process, None
+        if process is None:
+            return
+        if process.leases.get(self.number) is not None:
+            process.leave(self.number)
+        if process.stopping is not None and not process.leases:
+            await asyncio.shield(process.stopping)
+
+
+class SharedServers:
+    """Every principal's shared server processes on this instance."""
+
+    def __init__(self) -> None:
+        self.processes: dict[Key, _Process] = {}
+        self.started = 0
+        """Processes started so far (for the operator and the bench)."""
+        self.stopping: set[asyncio.Task[Any]] = set()
+
+    def connector(self, principal: Principal) -> Callable[..., Connection]:
+        """How a session of ``principal`` reaches its servers (a ``Driver``'s ``connector``)."""
+
+        def connector(entry: ServerEntry, *, isolated: bool) -> Connection:
+            if entry.remote or entry.share == "session" or not isolated:
+                return connect(entry, isolated=isolated)
+            return Lease(self, (principal, entry.name), entry)
+
+        return connector
+
+    def process(self, key: Key, entry: ServerEntry) -> _Process:
+        """The principal's running process of the server, started now when there is none."""
+        process = self.processes.get(key)
+        if process is None:
+            process = self.processes[key] = _Process(self, key, entry)
+        return process
+
+    def forget(self, process: _Process) -> None:
+        if self.processes.get(process.key) is process:
+            del self.processes[process.key]

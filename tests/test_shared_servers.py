@@ -1,0 +1,163 @@
+"""Server processes per principal over HTTP (``lazymcp.run.shared_servers``): a real gateway process, real
+server processes, raw HTTP clients with tokens of a token file. The sessions of one principal share one
+process of each server, two principals never do, ``"share": "session"`` gives each session its own, and
+a server's request reaches the session whose call caused it. Every wait is bounded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from .conftest import free_port
+from .raw import INIT, PID_SERVER, TIMEOUT, children, http, http_gateway, open_session, pid_of, post, tool_call
+from .test_cluster import ASKING
+
+PEOPLE = ("ada", "bob", "cy", "dee", "eve")
+ELICITATION = {**INIT, "capabilities": {"elicitation": {}}}
+
+
+def token_file(tmp_path: Path) -> list[str]:
+    """A token file of five named tokens: the flags that use it."""
+    path = tmp_path / "tokens"
+    path.write_text("".join(f"{name}: token-of-{name}\n" for name in PEOPLE))
+    return ["--token-file", str(path), "--max-sessions", "64"]
+
+
+def bearer(name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer token-of-{name}"}
+
+
+def config(tmp_path: Path, share: str | None = None, **servers: list[str]) -> Path:
+    entries: dict[str, Any] = {n: {"command": c[0], "args": c[1:]} for n, c in servers.items()}
+    if share is not None:
+        for entry in entries.values():
+            entry["share"] = share
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": entries}))
+    return path
+
+
+async def whoami_in_sessions(port: int, sessions: int) -> list[tuple[str, str]]:
+    """Open ``sessions`` sessions, spread over the five people, each calling ``whoami`` once: who called,
+    and the server process that answered."""
+    found: list[tuple[str, str]] = []
+    limit = anyio.Semaphore(10)
+
+    async def one(number: int) -> None:
+        name = PEOPLE[number % len(PEOPLE)]
+        async with limit:
+            session = await open_session(port, bearer(name))
+            status, answer = await post(port, tool_call(2, "p__whoami"), session)
+        assert status == 200, (status, answer)
+        found.append((name, pid_of(answer)))
+
+    async with anyio.create_task_group() as group:
+        for number in range(sessions):
+            group.start_soon(one, number)
+    return found
+
+
+@pytest.mark.anyio
+async def test_fifty_sessions_of_five_people_start_five_server_processes(tmp_path: Path) -> None:
+    port = free_port()
+    async with http_gateway(config(tmp_path, p=PID_SERVER), tmp_path / "cache", port, token_file(tmp_path)) as gw:
+        with anyio.fail_after(TIMEOUT * 4):
+            found = await whoami_in_sessions(port, 50)
+            running = children(gw.pid)
+    assert len(found) == 50
+    by_person = {name: {pid for who, pid in found if who == name} for name in PEOPLE}
+    assert all(len(pids) == 1 for pids in by_person.values()), by_person  # one process per person
+    assert len({pid for pids in by_person.values() for pid in pids}) == 5  # never one process for two
+    assert len(running) == 5, running
+
+
+@pytest.mark.anyio
+async def test_share_session_gives_each_session_its_own_process(tmp_path: Path) -> None:
+    port = free_port()
+    path = config(tmp_path, "session", p=PID_SERVER)
+    async with http_gateway(path, tmp_path / "cache", port, token_file(tmp_path)):
+        with anyio.fail_after(TIMEOUT * 2):
+            found = await whoami_in_sessions(port, 10)
+    assert len({pid for _, pid in found}) == 10
+
+
+@pytest.mark.anyio
+async def test_a_wrong_share_is_refused_in_one_line(tmp_path: Path) -> None:
+    from lazymcp.errors import ConfigError
+    from lazymcp.gateway.config import parse_config
+
+    with pytest.raises(ConfigError) as raised:
+        parse_config({"mcpServers": {"p": {"command": "x", "share": "everyone"}}}, source="mcp.json")
+    expected = "mcp.json: server 'p': field 'share' must be 'principal' or 'session', not 'everyone'"
+    assert raised.value.message == expected
+
+
+async def ask_on_stream(
+    port: int, session: dict[str, str], answer_with: str, asked: anyio.Event, go: anyio.Event
+) -> str:
+    """Call ``ask`` in ``session`` with its GET stream open; set ``asked`` when the stream carries its
+    elicitation, and answer it with ``answer_with`` once ``go`` is set. Returns the call's answer text."""
+    headers = {**session, "Accept": "text/event-stream"}
+    async with httpx2.AsyncClient(trust_env=False, timeout=TIMEOUT) as client:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with client.stream("GET", url, headers=headers) as stream, anyio.create_task_group() as group:
+            assert stream.status_code == 200
+            outcome: list[Any] = []
+
+            async def call() -> None:
+                outcome.append(await post(port, tool_call(2, "a__ask"), session))
+
+            group.start_soon(call)
+            question: dict[str, Any] = {}
+            async for row in stream.aiter_lines():
+                question = json.loads(row[5:]) if row.startswith("data:") else {}
+                if question.get("method") == "elicitation/create":
+                    break
+            assert question.get("method") == "elicitation/create", question
+            asked.set()
+            reply = {"action": "accept", "content": {"who": answer_with}}
+            await go.wait()
+            status, _ = await post(port, {"jsonrpc": "2.0", "id": question["id"], "result": reply}, session)
+            assert status == 202
+    [(status, answer)] = outcome
+    assert status == 200 and answer is not None
+    return answer["result"]["content"][0]["text"]
+
+
+@pytest.mark.anyio
+async def test_a_servers_request_reaches_the_session_whose_call_caused_it(tmp_path: Path) -> None:
+    """Two sessions of one person on one process, both calling a tool that asks the client: each session's
+    question comes on its own stream, and each answer goes back to its own call."""
+    port = free_port()
+    async with http_gateway(config(tmp_path, a=ASKING), tmp_path / "cache", port, token_file(tmp_path)):
+        with anyio.fail_after(TIMEOUT * 2):
+            first = await open_session_asking(port)
+            second = await open_session_asking(port)
+            first_asked, second_asked = anyio.Event(), anyio.Event()
+            texts: dict[str, str] = {}
+
+            async def one() -> None:  # answers only once the second's question came: both calls in flight
+                texts["first"] = await ask_on_stream(port, first, "the first", first_asked, second_asked)
+
+            async def two() -> None:
+                await first_asked.wait()
+                texts["second"] = await ask_on_stream(port, second, "the second", second_asked, second_asked)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(one)
+                group.start_soon(two)
+    assert "the first" in texts["first"] and "the second" in texts["second"], texts
+
+
+async def open_session_asking(port: int) -> dict[str, str]:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": ELICITATION}).encode()
+    status, found, _ = await http(port, "POST", body, bearer("ada"))
+    assert status == 200
+    session = {**bearer("ada"), "Mcp-Session-Id": found["mcp-session-id"]}
+    await post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    return session
