@@ -136,7 +136,16 @@ class Lease:
     async def _join(self) -> None:
         process = self.pool.process(self.key, self.entry)
         await asyncio.shield(process.ready)
-        if self._stopped:
+        if process.stopping is not None:  # its last session left while this one waited: a new one
+            process = self.pool.process(self.key, self.entry)
+            await asyncio.shield(process.ready)
+        if process.gone is not None:
+            if not process.leases:
+                process.stop()
+            raise UpstreamError(process.gone)
+        if self._stopped:  # given up on while it started
+            if not process.leases:
+                process.stop()
             return
         self.process = process
         self.number = process.sharing.attach()
