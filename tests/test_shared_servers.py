@@ -13,12 +13,16 @@ import anyio
 import httpx2
 import pytest
 
-from .conftest import free_port
-from .raw import INIT, PID_SERVER, TIMEOUT, children, http, http_gateway, open_session, pid_of, post, tool_call
+from lazymcp.entries import ServerEntry
+from lazymcp.policy import Principal
+from lazymcp.run.shared_servers import Lease, SharedServers
+
+from .conftest import free_port, until
+from .raw import INIT, PID_SERVER, TIMEOUT, children, gone, http, http_gateway, open_session, pid_of, post, tool_call
 from .test_cluster import ASKING
 
 PEOPLE = ("ada", "bob", "cy", "dee", "eve")
-ELICITATION = {**INIT, "capabilities": {"elicitation": {}}}
+ELICITATION: dict[str, Any] = {**INIT, "capabilities": {"elicitation": {}}}
 
 
 def token_file(tmp_path: Path) -> list[str]:
@@ -103,11 +107,11 @@ async def ask_on_stream(
     """Call ``ask`` in ``session`` with its GET stream open; set ``asked`` when the stream carries its
     elicitation, and answer it with ``answer_with`` once ``go`` is set. Returns the call's answer text."""
     headers = {**session, "Accept": "text/event-stream"}
+    outcome: list[Any] = []
     async with httpx2.AsyncClient(trust_env=False, timeout=TIMEOUT) as client:
         url = f"http://127.0.0.1:{port}/mcp"
         async with client.stream("GET", url, headers=headers) as stream, anyio.create_task_group() as group:
             assert stream.status_code == 200
-            outcome: list[Any] = []
 
             async def call() -> None:
                 outcome.append(await post(port, tool_call(2, "a__ask"), session))
@@ -161,3 +165,85 @@ async def open_session_asking(port: int) -> dict[str, str]:
     session = {**bearer("ada"), "Mcp-Session-Id": found["mcp-session-id"]}
     await post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
     return session
+
+
+async def until_gone(pid: int) -> None:
+    await until(lambda: gone(pid), within=TIMEOUT, what=f"process {pid} to exit")
+
+
+@pytest.mark.anyio
+async def test_a_session_ending_leaves_the_process_to_the_others_and_the_last_one_stops_it(tmp_path: Path) -> None:
+    port = free_port()
+    async with http_gateway(config(tmp_path, p=PID_SERVER), tmp_path / "cache", port, token_file(tmp_path)):
+        with anyio.fail_after(TIMEOUT * 2):
+            first, second = await open_session(port, bearer("ada")), await open_session(port, bearer("ada"))
+            _, answer = await post(port, tool_call(2, "p__whoami"), first)
+            pid = int(pid_of(answer))
+            deleted, _, _ = await http(port, "DELETE", b"", first)
+            _, still = await post(port, tool_call(3, "p__whoami"), second)
+            alive = not gone(pid)
+            deleted_too, _, _ = await http(port, "DELETE", b"", second)
+            await until_gone(pid)  # bounded by the fail_after: the last session's end stops the process
+    assert (deleted, deleted_too) == (200, 200)
+    assert pid_of(still) == str(pid) and alive
+
+
+class Heard:
+    """What one lease's session hears: lines by id, and its end."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+        self.ended: list[str] = []
+        self.changed = anyio.Event()
+
+    def line(self, line: bytes) -> None:
+        self.lines.append(json.loads(line))
+        self.changed.set()
+        self.changed = anyio.Event()
+
+    async def answer(self, request_id: object) -> dict[str, Any]:
+        while True:
+            found = [m for m in self.lines if m.get("id") == request_id and "method" not in m]
+            if found:
+                return found[0]
+            await self.changed.wait()
+
+
+async def opened_lease(pool: SharedServers, heard: Heard, principal: Principal) -> Lease:
+    entry = ServerEntry("p", command=tuple(PID_SERVER))
+    lease = pool.connector(principal)(entry, isolated=True)
+    assert isinstance(lease, Lease)
+    await lease.start(heard.line, heard.ended.append)
+    lease.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}).encode())
+    await heard.answer(1)
+    lease.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    return lease
+
+
+async def whoami(lease: Lease, heard: Heard, request_id: int) -> str:
+    lease.send(json.dumps(tool_call(request_id, "whoami")).encode())
+    return pid_of(await heard.answer(request_id))
+
+
+@pytest.mark.anyio
+async def test_an_idle_process_is_stopped_and_started_again_for_its_sessions_next_request() -> None:
+    """No message for the idle timeout: the process stops; the next request of either session starts a
+    new one, opened again behind the sessions' backs (neither hears a second ``initialize`` answer)."""
+    pool = SharedServers(idle_timeout=0.5)
+    one, two = Heard(), Heard()
+    ada = Principal(name="ada")
+    with anyio.fail_after(TIMEOUT):
+        first = await opened_lease(pool, one, ada)
+        second = await opened_lease(pool, two, ada)
+        before = await whoami(first, one, 2)
+        assert await whoami(second, two, 2) == before
+        await until_gone(int(before))
+        after = await whoami(first, one, 3)
+        again = await whoami(second, two, 3)
+        await first.stop()
+        await second.stop()
+        await until_gone(int(after))
+    assert after != before and again == after
+    assert [m["id"] for m in one.lines] == [1, 2, 3] and [m["id"] for m in two.lines] == [1, 2, 3]
+    assert one.ended == two.ended == []
+    assert pool.started == 2

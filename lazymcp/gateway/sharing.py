@@ -203,22 +203,35 @@ class Sharing:
         call = self.calls.pop(server_id, None)
         if call is None:
             return []
+        out = self._opened(frame, call.lease == SERVER) if call.method == "initialize" else []
         lease = self.leases.get(call.lease)
         if lease is None:
-            return []  # its session left, or the sharing's own request
+            return out  # its session left, or the sharing's own request
         lease.waiting.pop(jsonrpc.id_key(call.original), None)
-        out: list[Out] = [(lease.number, frame.changed(id=call.original))]
-        if call.method == "initialize":
-            out += self._opened(frame)
-        return out
+        return [(lease.number, frame.changed(id=call.original)), *out]
 
-    def _opened(self, frame: Frame) -> list[Out]:
-        """The first ``initialize`` is answered: the sessions that waited for it get the same answer."""
+    def _opened(self, frame: Frame, own: bool) -> list[Out]:
+        """The first ``initialize`` is answered: the sessions that waited for it get the same answer (and
+        when it was the sharing's own, ``reopen``'s, the server hears ``initialized`` now)."""
         waiting, self._opening = self._opening or [], None
         result = frame.message.get("result")
         if isinstance(result, dict):
             self.result = dict(result)  # pyright: ignore[reportUnknownArgumentType]
-        return [(number, frame.changed(id=request_id)) for number, request_id in waiting if number in self.leases]
+        out: list[Out] = [(n, frame.changed(id=request_id)) for n, request_id in waiting if n in self.leases]
+        if own and self.result is not None and not self._initialized:
+            self._initialized = True
+            out.append((SERVER, Frame({"jsonrpc": "2.0", "method": "notifications/initialized"})))
+        return out
+
+    def reopen(self, params: dict[str, Any]) -> list[Out]:
+        """Open a process started again for sessions that had opened its predecessor (stopped while idle):
+        the ``initialize`` with ``params`` is the sharing's own, its answer kept and not passed on."""
+        if self.result is not None or self._opening is not None:
+            return []  # opened already, or being opened
+        self._opening = []
+        server_id = next(self._ids)
+        self.calls[server_id] = _Call(SERVER, None, method="initialize")
+        return [(SERVER, Frame({"jsonrpc": "2.0", "id": server_id, "method": "initialize", "params": params}))]
 
     def _asked(self) -> int | None:
         """The session a server's request goes to (see the module's docstring)."""

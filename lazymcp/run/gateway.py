@@ -306,7 +306,7 @@ def run_gateway(
     limiter = limiter_of(launch, peers.rates if peers is not None else None)
     LOGGER.info(start_line(first, config.source, http, launch.eager, access))
     if http is not None:
-        from lazymcp.run.http_front import HttpFront, serve_front
+        from lazymcp.run.http_front import IDLE_SECONDS, HttpFront, serve_front
         from lazymcp.run.shared_servers import SharedServers
 
         seeds: dict[Grant | None, Seed | None] = {None: first.seed}
@@ -329,7 +329,7 @@ def run_gateway(
             eager=launch.eager,
             name="gateway",
             cluster=peers,
-            connector=SharedServers().connector,  # a principal's sessions share its server processes
+            connector=SharedServers(IDLE_SECONDS).connector,  # a principal's sessions share its servers
         )
         routes: list[BaseRoute] = []
         if metrics is not None:

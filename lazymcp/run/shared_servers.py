@@ -7,14 +7,17 @@ that needs it), through which the session speaks as if the process were its own;
 (``lazymcp.gateway.sharing``) keeps the sessions' ids, answers and the server's requests apart. A
 remote server (``url``) and an entry with ``"share": "session"`` get a connection of the session's own.
 
-A process is stopped when its last session leaves (a session ends when closed, or idle for the front's
-idle timeout). One session not reading its answers pauses the process for the principal's other
-sessions too: the process's output is read once for them all.
+A process is stopped when its last session leaves, and when no message has crossed it for
+``idle_timeout`` seconds (the front's idle timeout, 30 minutes) with nothing in flight: its sessions then
+start it again on their next request, which waits for its handshake (``Sharing.reopen``, with the first
+of those sessions' ``initialize`` params). One session not reading its answers pauses the process for
+the principal's other sessions too: the process's output is read once for them all.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +25,7 @@ from lazymcp import jsonrpc
 from lazymcp.errors import UpstreamError
 from lazymcp.gateway.sharing import SERVER, Out, Sharing
 from lazymcp.jsonrpc import Frame
+from lazymcp.notices import say
 from lazymcp.run.connections import Connection, connect
 
 if TYPE_CHECKING:
@@ -48,6 +52,7 @@ class _Process:
         self.last_used = loop.time()
         self.ready: asyncio.Task[None] = loop.create_task(self._start())
         self.stopping: asyncio.Task[None] | None = None
+        self.idle = False
 
     async def _start(self) -> None:
         self.connection.on_pressure = self._pressure
@@ -72,7 +77,7 @@ class _Process:
         self.deliver(self.sharing.from_server(frame))
 
     def _gone(self, reason: str) -> None:
-        if self.gone is not None:
+        if self.gone is not None or self.stopping is not None:  # stopped here: not news for its sessions
             return
         self.gone = reason
         self.pool.forget(self)
@@ -105,8 +110,10 @@ class _Process:
         if not self.leases:
             self.stop()
 
-    def stop(self) -> None:
-        """Stop the process (once): its sessions left, or it was idle too long."""
+    def stop(self, idle: bool = False) -> None:
+        """Stop the process (once): its sessions left, or it was ``idle`` too long (its sessions then start
+        it again on their next request)."""
+        self.idle = idle
         self.pool.forget(self)
         if self.stopping is None:
             self.stopping = asyncio.get_running_loop().create_task(self.connection.stop())
@@ -128,6 +135,10 @@ class Lease:
         self.number = 0
         self._paused = False
         self._stopped = False
+        self._params: dict[str, Any] | None = None
+        """The session's ``initialize`` params: a process started again after an idle stop opens with them."""
+        self._pending: list[Frame] | None = None
+        """While it joins a process started again: what the session sent meanwhile, in order."""
 
     async def start(self, on_line: Callable[[bytes], None], on_gone: Callable[[str], None]) -> None:
         self.on_line, self.on_gone = on_line, on_gone
@@ -158,8 +169,39 @@ class Lease:
             frame = Frame.read(line)
         except jsonrpc.NotJSONRPC:
             return  # the core sends only what it made
+        if frame.method == "initialize" and frame.is_request:
+            self._params = frame.params
+        if self._pending is not None:
+            self._pending.append(frame)
+            return
         process = self.process
-        if process is not None and process.gone is None and process.stopping is None:
+        if process is None:
+            return
+        if process.gone is None and process.stopping is None:
+            process.deliver(process.sharing.from_session(self.number, frame))
+        elif process.idle and not self._stopped:
+            self._pending = [frame]
+            self.pool.later(self._rejoin(process))
+
+    async def _rejoin(self, idle: _Process) -> None:
+        """Leave the process stopped while idle for one started again, opened with the session's params,
+        then send it what the session sent meanwhile."""
+        if idle.leases.pop(self.number, None) is not None:
+            idle.sharing.detach(self.number)  # nothing in flight: nothing to tell a stopped process
+        self.process = None
+        try:
+            await self._join()
+        except UpstreamError as exc:
+            self._pending = None
+            self.on_gone(exc.message)
+            return
+        pending, self._pending = self._pending or [], None
+        process = self.process
+        if process is None:
+            return  # the session ended meanwhile
+        if self._params is not None:
+            process.deliver(process.sharing.reopen(self._params))
+        for frame in pending:
             process.deliver(process.sharing.from_session(self.number, frame))
 
     @property
@@ -185,11 +227,15 @@ class Lease:
 class SharedServers:
     """Every principal's shared server processes on this instance."""
 
-    def __init__(self) -> None:
+    def __init__(self, idle_timeout: float | None = None) -> None:
+        self.idle_timeout = idle_timeout
+        """Seconds without a message after which a process is stopped (None: only when its sessions leave)."""
         self.processes: dict[Key, _Process] = {}
         self.started = 0
         """Processes started so far (for the operator and the bench)."""
         self.stopping: set[asyncio.Task[Any]] = set()
+        self._later: set[asyncio.Task[Any]] = set()
+        self._timer: asyncio.TimerHandle | None = None
 
     def connector(self, principal: Principal) -> Callable[..., Connection]:
         """How a session of ``principal`` reaches its servers (a ``Driver``'s ``connector``)."""
@@ -206,7 +252,30 @@ class SharedServers:
         process = self.processes.get(key)
         if process is None:
             process = self.processes[key] = _Process(self, key, entry)
+            if self.idle_timeout and self._timer is None:
+                every = min(max(self.idle_timeout / 4, 0.05), 10.0)
+                self._timer = asyncio.get_running_loop().call_later(every, self._expire, every)
         return process
+
+    def _expire(self, every: float) -> None:
+        """Stop every process no message has crossed for ``idle_timeout`` seconds, nothing in flight."""
+        self._timer = None
+        now = asyncio.get_running_loop().time()
+        assert self.idle_timeout is not None
+        for process in list(self.processes.values()):
+            quiet = now - process.last_used >= self.idle_timeout
+            if quiet and process.ready.done() and process.gone is None and not process.sharing.busy:
+                text = f"server {process.entry.name!r}: stopped after {self.idle_timeout:g} s without a message"
+                say("gateway", text, logging.INFO)
+                process.stop(idle=True)
+        if self.processes:
+            self._timer = asyncio.get_running_loop().call_later(every, self._expire, every)
+
+    def later(self, work: Any) -> None:
+        """Run ``work`` in a task of its own, kept until it ends."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._later.add(task)
+        task.add_done_callback(self._later.discard)
 
     def forget(self, process: _Process) -> None:
         if self.processes.get(process.key) is process:
