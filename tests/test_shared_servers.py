@@ -18,7 +18,21 @@ from lazymcp.policy import Principal
 from lazymcp.run.shared_servers import Lease, SharedServers
 
 from .conftest import free_port, until
-from .raw import INIT, PID_SERVER, TIMEOUT, children, gone, http, http_gateway, open_session, pid_of, post, tool_call
+from .raw import (
+    INIT,
+    MODERN_HEADERS,
+    PID_SERVER,
+    TIMEOUT,
+    children,
+    gone,
+    http,
+    http_gateway,
+    modern_call,
+    open_session,
+    pid_of,
+    post,
+    tool_call,
+)
 from .test_cluster import ASKING
 
 PEOPLE = ("ada", "bob", "cy", "dee", "eve")
@@ -78,6 +92,19 @@ async def test_fifty_sessions_of_five_people_start_five_server_processes(tmp_pat
     assert all(len(pids) == 1 for pids in by_person.values()), by_person  # one process per person
     assert len({pid for pids in by_person.values() for pid in pids}) == 5  # never one process for two
     assert len(running) == 5, running
+
+
+@pytest.mark.anyio
+async def test_a_persons_2026_requests_use_the_same_process_as_their_2025_sessions(tmp_path: Path) -> None:
+    port = free_port()
+    async with http_gateway(config(tmp_path, p=PID_SERVER), tmp_path / "cache", port, token_file(tmp_path)):
+        with anyio.fail_after(TIMEOUT * 2):
+            session = await open_session(port, bearer("ada"))
+            _, in_session = await post(port, tool_call(2, "p__whoami"), session)
+            call = modern_call(3, "p__whoami")
+            _, for_ada = await post(port, call, {**bearer("ada"), **MODERN_HEADERS})
+            _, for_bob = await post(port, call, {**bearer("bob"), **MODERN_HEADERS})
+    assert pid_of(for_ada) == pid_of(in_session) != pid_of(for_bob)
 
 
 @pytest.mark.anyio
