@@ -6,6 +6,7 @@ a server's request reaches the session whose call caused it. Every wait is bound
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from lazymcp.entries import ServerEntry
 from lazymcp.policy import Principal
 from lazymcp.run.shared_servers import Lease, SharedServers
 
-from .conftest import free_port, until
+from .conftest import SERVERS, free_port, until
 from .raw import (
     INIT,
     MODERN_HEADERS,
@@ -274,3 +275,35 @@ async def test_an_idle_process_is_stopped_and_started_again_for_its_sessions_nex
     assert [m["id"] for m in one.lines] == [1, 2, 3] and [m["id"] for m in two.lines] == [1, 2, 3]
     assert one.ended == two.ended == []
     assert pool.started == 2
+
+
+@pytest.mark.anyio
+async def test_a_list_change_reaches_every_session_of_the_person_and_no_one_elses(tmp_path: Path) -> None:
+    """A real SDK server that adds a tool when called: ada's other session is told on its event stream and
+    lists the new tool; bob's session, on a process of his own, does not."""
+    port = free_port()
+    changing = [sys.executable, str(SERVERS / "changing_server.py")]
+
+    async def names(session: dict[str, str], request_id: int) -> list[str]:
+        status, answer = await post(port, {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}, session)
+        assert status == 200 and answer is not None, answer
+        return [tool["name"] for tool in answer["result"]["tools"]]
+
+    async with http_gateway(config(tmp_path, c=changing), tmp_path / "cache", port, token_file(tmp_path)):
+        with anyio.fail_after(TIMEOUT * 2):
+            first, second = await open_session(port, bearer("ada")), await open_session(port, bearer("ada"))
+            other = await open_session(port, bearer("bob"))
+            await until(lambda: names(second, 2), within=TIMEOUT, what="the first listing")
+            told: dict[str, Any] = {}
+            async with httpx2.AsyncClient(trust_env=False, timeout=TIMEOUT) as client:
+                headers = {**second, "Accept": "text/event-stream"}
+                async with client.stream("GET", f"http://127.0.0.1:{port}/mcp", headers=headers) as stream:
+                    status, _ = await post(port, tool_call(3, "c__grow"), first)
+                    assert status == 200
+                    async for row in stream.aiter_lines():  # told, and then listing it
+                        told = json.loads(row[5:]) if row.startswith("data:") else told
+                        if "c__extra_1" in await names(second, 4):
+                            break
+            listed_by_bob = await names(other, 5)
+    assert told.get("method") == "notifications/tools/list_changed"
+    assert "c__grow" in listed_by_bob and "c__extra_1" not in listed_by_bob
