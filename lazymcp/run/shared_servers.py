@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from lazymcp.entries import ServerEntry
     from lazymcp.policy import Principal
 
+JOIN_TRIES = 3
+"""Processes a session waits for, each stopped as it started (its other sessions left), before it fails."""
 Key = tuple[object, str]
 """A principal and a server's name."""
 
@@ -147,9 +149,13 @@ class Lease:
     async def _join(self) -> None:
         process = self.pool.process(self.key, self.entry)
         await asyncio.shield(process.ready)
-        if process.stopping is not None:  # its last session left while this one waited: a new one
-            process = self.pool.process(self.key, self.entry)
+        for _ in range(JOIN_TRIES):
+            if process.stopping is None:
+                break
+            process = self.pool.process(self.key, self.entry)  # stopped while this one waited: a new one
             await asyncio.shield(process.ready)
+        else:
+            raise UpstreamError(f"server {self.entry.name!r} was stopped while it started, {JOIN_TRIES} times")
         if process.gone is not None:
             if not process.leases:
                 process.stop()
@@ -258,11 +264,15 @@ class SharedServers:
         return process
 
     def _expire(self, every: float) -> None:
-        """Stop every process no message has crossed for ``idle_timeout`` seconds, nothing in flight."""
+        """Stop every process no message has crossed for ``idle_timeout`` seconds, nothing in flight, and
+        every one that no session holds (a session cancelled while it waited for the start)."""
         self._timer = None
         now = asyncio.get_running_loop().time()
         assert self.idle_timeout is not None
         for process in list(self.processes.values()):
+            if process.ready.done() and not process.leases:  # its starters were given up on as it started
+                process.stop()
+                continue
             quiet = now - process.last_used >= self.idle_timeout
             if quiet and process.ready.done() and process.gone is None and not process.sharing.busy:
                 text = f"server {process.entry.name!r}: stopped after {self.idle_timeout:g} s without a message"
