@@ -53,6 +53,7 @@ class _Process:
         loop = asyncio.get_running_loop()
         self.last_used = loop.time()
         self.ready: asyncio.Task[None] = loop.create_task(self._start())
+        self.ready.add_done_callback(lambda task: task.cancelled() or task.exception())  # each joiner hears it
         self.stopping: asyncio.Task[None] | None = None
         self.idle = False
 
@@ -105,19 +106,17 @@ class _Process:
 
     def leave(self, number: int) -> None:
         self.leases.pop(number, None)
-        self.paused.discard(number)
+        self.pause(number, False)
         self.deliver(self.sharing.detach(number))
-        if self.paused == set():
-            self.connection.pause(False)
         if not self.leases:
             self.stop()
 
     def stop(self, idle: bool = False) -> None:
         """Stop the process (once): its sessions left, or it was ``idle`` too long (its sessions then start
         it again on their next request)."""
-        self.idle = idle
         self.pool.forget(self)
         if self.stopping is None:
+            self.idle = idle
             self.stopping = asyncio.get_running_loop().create_task(self.connection.stop())
             self.pool.stopping.add(self.stopping)
             self.stopping.add_done_callback(self.pool.stopping.discard)
