@@ -13,12 +13,14 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from lazymcp.entries import ServerEntry
 from lazymcp.policy import Principal
 from lazymcp.run.shared_servers import Lease, SharedServers
 
-from .conftest import SERVERS, free_port, until
+from .conftest import ROOT, SERVERS, free_port, until
 from .raw import (
     INIT,
     MODERN_HEADERS,
@@ -28,6 +30,7 @@ from .raw import (
     gone,
     http,
     http_gateway,
+    mcp_url,
     modern_call,
     open_session,
     pid_of,
@@ -293,7 +296,11 @@ async def test_a_list_change_reaches_every_session_of_the_person_and_no_one_else
         with anyio.fail_after(TIMEOUT * 2):
             first, second = await open_session(port, bearer("ada")), await open_session(port, bearer("ada"))
             other = await open_session(port, bearer("bob"))
-            await until(lambda: names(second, 2), within=TIMEOUT, what="the first listing")
+
+            async def listed() -> bool:
+                return "c__grow" in await names(second, 2)
+
+            await until(listed, within=TIMEOUT, what="the first listing")
             told: dict[str, Any] = {}
             async with httpx2.AsyncClient(trust_env=False, timeout=TIMEOUT) as client:
                 headers = {**second, "Accept": "text/event-stream"}
@@ -307,3 +314,39 @@ async def test_a_list_change_reaches_every_session_of_the_person_and_no_one_else
             listed_by_bob = await names(other, 5)
     assert told.get("method") == "notifications/tools/list_changed"
     assert "c__grow" in listed_by_bob and "c__extra_1" not in listed_by_bob
+
+
+@pytest.mark.anyio
+async def test_progress_reaches_only_the_session_whose_call_it_is(tmp_path: Path) -> None:
+    """Two SDK clients of one person call a real SDK server's progress tool at once, on one process:
+    each hears its own call's three reports, under its own token, and none of the other's."""
+    port = free_port()
+    fixture = [sys.executable, str(ROOT / "tests" / "interop" / "conformance_server.py"), "--plain"]
+    heard: dict[str, list[float]] = {"first": [], "second": []}
+    texts: list[str] = []
+    running: list[int] = []
+    both = anyio.Event()
+
+    async def client_calls(who: str, gateway: int) -> None:
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            heard[who].append(progress)
+
+        team = httpx2.AsyncClient(headers=bearer("ada"), timeout=TIMEOUT)
+        async with team, Client(streamable_http_client(mcp_url(port), http_client=team), mode="legacy") as client:
+            called = await client.call_tool("c__test_tool_with_progress", {}, progress_callback=progress)
+            texts.append(str(called.content[0]))
+            # its reports come on the event stream, the answer on the POST: either may come first
+            await until(lambda: len(heard[who]) >= 3, within=TIMEOUT, what=f"the {who} call's progress")
+            if len(texts) == 2:  # both sessions still open: the processes serving them
+                running.extend(children(gateway))
+                both.set()
+            await both.wait()
+
+    async with http_gateway(config(tmp_path, c=fixture), tmp_path / "cache", port, token_file(tmp_path)) as gw:
+        with anyio.fail_after(TIMEOUT * 2):
+            async with anyio.create_task_group() as group:
+                group.start_soon(client_calls, "first", gw.pid)
+                group.start_soon(client_calls, "second", gw.pid)
+    assert len(texts) == 2 and all("executed successfully" in text for text in texts)
+    assert heard == {"first": [0, 50, 100], "second": [0, 50, 100]}
+    assert len(running) == 1  # both calls on one process
