@@ -136,3 +136,22 @@ def test_a_session_leaving_cancels_its_calls_and_refuses_what_it_was_asked() -> 
     assert sharing.from_server(ok(for_a.id)) == []
     assert sharing.from_session(a, req(2, "tools/call")) == []  # a lease that left sends nothing
     assert b in sharing.leases
+
+
+def test_reopen_opens_a_new_process_once_and_keeps_its_answer_from_the_sessions() -> None:
+    """After an idle stop, a new process is opened by the sharing itself: its ``initialize`` answer goes
+    to no session, ``initialized`` follows it, and a session's ``initialize`` meanwhile waits for it."""
+    sharing = Sharing()
+    a = sharing.attach()
+    sent = to_server(sharing.reopen({"protocolVersion": "2025-11-25"}))
+    assert sent.method == "initialize" and sharing.reopen({}) == []  # once
+    b = sharing.attach()
+    assert sharing.from_session(b, req("i", "initialize", {})) == []
+    call = to_server(sharing.from_session(a, req(9, "tools/call")))
+    out = sharing.from_server(ok(sent.id, {"serverInfo": {"name": "s"}}))
+    assert [(where, frame.id, frame.method) for where, frame in out] == [
+        (b, "i", None),
+        (SERVER, None, "notifications/initialized"),
+    ]
+    assert sharing.from_session(b, note("notifications/initialized")) == []
+    assert sharing.from_server(ok(call.id)) == [(a, ok(9))]
