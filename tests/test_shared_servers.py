@@ -13,8 +13,6 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from lazymcp.entries import ServerEntry
 from lazymcp.policy import Principal
@@ -30,7 +28,6 @@ from .raw import (
     gone,
     http,
     http_gateway,
-    mcp_url,
     modern_call,
     open_session,
     pid_of,
@@ -318,35 +315,44 @@ async def test_a_list_change_reaches_every_session_of_the_person_and_no_one_else
 
 @pytest.mark.anyio
 async def test_progress_reaches_only_the_session_whose_call_it_is(tmp_path: Path) -> None:
-    """Two SDK clients of one person call a real SDK server's progress tool at once, on one process:
-    each hears its own call's three reports, under its own token, and none of the other's."""
+    """Two sessions of one person call a real SDK server's progress tool at once, on one process, each
+    with a progress token of its own: each session's event stream carries its own call's three reports,
+    under its own token, and none of the other's."""
     port = free_port()
     fixture = [sys.executable, str(ROOT / "tests" / "interop" / "conformance_server.py"), "--plain"]
-    heard: dict[str, list[float]] = {"first": [], "second": []}
+    heard: dict[str, list[tuple[object, object]]] = {"first": [], "second": []}
     texts: list[str] = []
     running: list[int] = []
     both = anyio.Event()
 
-    async def client_calls(who: str, gateway: int) -> None:
-        async def progress(progress: float, total: float | None, message: str | None) -> None:
-            heard[who].append(progress)
-
-        team = httpx2.AsyncClient(headers=bearer("ada"), timeout=TIMEOUT)
-        async with team, Client(streamable_http_client(mcp_url(port), http_client=team), mode="legacy") as client:
-            called = await client.call_tool("c__test_tool_with_progress", {}, progress_callback=progress)
-            texts.append(str(called.content[0]))
-            # its reports come on the event stream, the answer on the POST: either may come first
-            await until(lambda: len(heard[who]) >= 3, within=TIMEOUT, what=f"the {who} call's progress")
-            if len(texts) == 2:  # both sessions still open: the processes serving them
-                running.extend(children(gateway))
-                both.set()
-            await both.wait()
+    async def calls(who: str, session: dict[str, str], gateway: int) -> None:
+        call = tool_call(2, "c__test_tool_with_progress")
+        call["params"]["_meta"] = {"progressToken": f"{who}-token"}
+        headers = {**session, "Accept": "text/event-stream"}
+        async with httpx2.AsyncClient(trust_env=False, timeout=TIMEOUT) as client:
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with client.stream("GET", url, headers=headers) as stream:
+                status, answer = await post(port, call, session)
+                assert status == 200 and answer is not None, answer
+                texts.append(answer["result"]["content"][0]["text"])
+                async for row in stream.aiter_lines():  # the reports may come before or after the answer
+                    told: dict[str, Any] = json.loads(row[5:]) if row.startswith("data:") else {}
+                    if told.get("method") == "notifications/progress":
+                        heard[who].append((told["params"]["progressToken"], told["params"]["progress"]))
+                    if len(heard[who]) >= 3:
+                        break
+                if len(texts) == 2:  # both sessions still open: the processes serving them
+                    running.extend(children(gateway))
+                    both.set()
+                await both.wait()
 
     async with http_gateway(config(tmp_path, c=fixture), tmp_path / "cache", port, token_file(tmp_path)) as gw:
         with anyio.fail_after(TIMEOUT * 2):
+            first, second = await open_session(port, bearer("ada")), await open_session(port, bearer("ada"))
             async with anyio.create_task_group() as group:
-                group.start_soon(client_calls, "first", gw.pid)
-                group.start_soon(client_calls, "second", gw.pid)
+                group.start_soon(calls, "first", first, gw.pid)
+                group.start_soon(calls, "second", second, gw.pid)
     assert len(texts) == 2 and all("executed successfully" in text for text in texts)
-    assert heard == {"first": [0, 50, 100], "second": [0, 50, 100]}
+    for who in ("first", "second"):
+        assert heard[who] == [(f"{who}-token", 0), (f"{who}-token", 50), (f"{who}-token", 100)], heard
     assert len(running) == 1  # both calls on one process
