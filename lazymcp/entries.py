@@ -34,6 +34,9 @@ class ServerEntry:
     all of it (lazymcp's own secrets aside); names, those variables."""
     rate_limit: Rate | None = None
     """Each principal's calls to its tools may come at most at this rate (``"rateLimit"``); None: any."""
+    share: str = "principal"
+    """Over HTTP, whose sessions share one process of it (``"share"``): a principal's (``principal``), or
+    each session its own (``session``: a server that keeps each conversation's state)."""
 
     @property
     def remote(self) -> bool:

@@ -1,6 +1,6 @@
 """``lazymcp gateway --http``: it lets in only its team (real HTTP clients with no token, a wrong one, the
-right one, OAuth tokens a real issuer vouches for), it has the proxy's bounds, and each session and
-principal gets its own server processes while 2026-07-28 clients share one session. Real gateway
+right one, OAuth tokens a real issuer vouches for), it has the proxy's bounds, and each principal gets its
+own server processes while its 2026-07-28 requests share one session. Real gateway
 processes, SDK clients and raw HTTP; every wait is bounded."""
 
 from __future__ import annotations
@@ -288,7 +288,8 @@ async def test_every_method_on_mcp_asks_for_the_token_even_with_a_valid_session_
 
 
 @pytest.mark.anyio
-async def test_2025_sessions_over_http_get_their_own_server_processes(tmp_path: Path) -> None:
+async def test_2025_sessions_of_one_principal_over_http_share_its_server_processes(tmp_path: Path) -> None:
+    """One principal's sessions share a process of each server (``tests/test_shared_servers.py`` has more)."""
     port = free_port()
     async with http_gateway(config_of(tmp_path, p=PID_SERVER), tmp_path / "cache", port):
         with anyio.fail_after(TIMEOUT):
@@ -296,4 +297,4 @@ async def test_2025_sessions_over_http_get_their_own_server_processes(tmp_path: 
             call = request(2, "tools/call", {"name": "p__whoami", "arguments": {}})
             _, one = await post(port, call, first)
             _, other = await post(port, call, second)
-    assert pid_of(one) != pid_of(other)
+    assert pid_of(one) == pid_of(other)

@@ -142,7 +142,7 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
         type=positive,
         default=None,
         help=(
-            "with --http: client sessions (each with its own server processes) at once; past it the least"
+            "with --http: client sessions at once (a person's sharing one set of server processes); past it the least"
             " recently used idle one is ended, and initialize gets 503 when all are busy (default: 32)"
         ),
     )

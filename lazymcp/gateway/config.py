@@ -22,13 +22,15 @@ from lazymcp.names import one_edit_away
 from lazymcp.policy import Policy, parse_policy
 from lazymcp.ratelimit import parse_rate
 
-STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "envFile"})
+STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "envFile", "share"})
 REMOTE_KEYS = frozenset({"url", "headers"})
 COMMON_KEYS = frozenset({"type", "transport", "lazymcp", "disabled", "description", "name", "timeout", "rateLimit"})
 ENTRY_KEYS = STDIO_KEYS | REMOTE_KEYS | COMMON_KEYS
 """Every key of a server's entry that lazymcp reads: the one list a misspelled key is checked against."""
 SERVER_KEYS = frozenset({"defer", "enabled", "category", "description", "tools", "inherit_env"})
 """What a server's ``lazymcp`` key may hold."""
+SHARES = ("principal", "session")
+"""What a server's ``share`` may be: one process per principal (the default) or per session, over HTTP."""
 TOP_KEYS = frozenset({"separator", "servers", "mode", "budget", "access"})
 """What the top-level ``lazymcp`` block may hold (``servers``: per-server settings by server name)."""
 
@@ -128,6 +130,11 @@ class _Reader:
             entry = replace(
                 entry, rate_limit=parse_rate(data["rateLimit"], f"{self.source}: server {name!r}, field 'rateLimit'")
             )
+        share = data.get("share", SHARES[0])
+        if share not in SHARES:
+            raise self.fail(name, f"field 'share' must be {SHARES[0]!r} or {SHARES[1]!r}, not {share!r}")
+        if share != SHARES[0]:
+            entry = replace(entry, share=cast(str, share))
         return self.settings(entry, settings, data.get("lazymcp"), enabled=not disabled)
 
     def settings(self, entry: ServerEntry, *layers: object, enabled: bool) -> ServerEntry:

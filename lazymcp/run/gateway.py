@@ -236,8 +236,8 @@ def start_line(
     if http is None:
         servers += f", {starting} started now, the rest on first use)"
         clients = "clients on stdio"
-    else:  # each session runs its own servers
-        servers += f"; each client session starts {starting} at once, the rest on first use)"
+    else:  # each principal's sessions share its servers
+        servers += f"; each client's first session starts {starting} at once, the rest on first use)"
         host = f"[{http[0]}]" if ":" in http[0] else http[0]
         clients = f"clients on http://{host}:{http[1]}/mcp ({access.describe() if access else 'no authentication'})"
     tools = f"{len(gateway.catalog)} tools known"
@@ -306,7 +306,8 @@ def run_gateway(
     limiter = limiter_of(launch, peers.rates if peers is not None else None)
     LOGGER.info(start_line(first, config.source, http, launch.eager, access))
     if http is not None:
-        from lazymcp.run.http_front import HttpFront, serve_front
+        from lazymcp.run.http_front import IDLE_SECONDS, HttpFront, serve_front
+        from lazymcp.run.shared_servers import SharedServers
 
         seeds: dict[Grant | None, Seed | None] = {None: first.seed}
 
@@ -328,6 +329,7 @@ def run_gateway(
             eager=launch.eager,
             name="gateway",
             cluster=peers,
+            connector=SharedServers(IDLE_SECONDS).connector,  # a principal's sessions share its servers
         )
         routes: list[BaseRoute] = []
         if metrics is not None:

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from lazymcp.access import Access
     from lazymcp.policy import Principal
     from lazymcp.run.cluster import Cluster
+    from lazymcp.run.connections import Connection
     from lazymcp.run.manifests import ManifestStore
 
 SESSION_HEADER = "mcp-session-id"
@@ -93,8 +94,12 @@ class HttpFront:
         eager: bool = False,
         name: str = "proxy",
         cluster: Cluster | None = None,
+        connector: Callable[[Principal], Callable[..., Connection]] | None = None,
     ) -> None:
         self.make_core = make_core
+        self.connector = connector
+        """How a principal's sessions reach their servers (``lazymcp.run.shared_servers``); None: each
+        session starts its own."""
         self.access = access
         """Who may come in (``lazymcp.auth``, which loads the SDK: not imported for an open front); None: anyone."""
         self.store = store
@@ -203,7 +208,7 @@ class HttpFront:
                 None, 503, f"Too many sessions: the {self.name} serves at most {limit} busy ones (--max-sessions)"
             )
         side = HttpSession(
-            lambda sink: Driver(self.make_core(principal), sink, store=self.store),
+            lambda sink: Driver(self.make_core(principal), sink, store=self.store, **self._connector(principal)),
             remap_ids=remap_ids,
             limits=self.limits,
         )
@@ -217,6 +222,9 @@ class HttpFront:
             return error_response(None, 502, f"Upstream unavailable: {message}", code=ErrorCode.UPSTREAM_ERROR)
         side.driver.done.add_done_callback(lambda _: self._ended(side))
         return side
+
+    def _connector(self, principal: Principal) -> dict[str, Callable[..., Connection]]:
+        return {} if self.connector is None else {"connector": self.connector(principal)}
 
     def _ended(self, side: HttpSession) -> None:
         """A session whose upstream failed: forget it and reap its process now."""
