@@ -25,6 +25,7 @@ from typing import Any, Final, Protocol
 
 from lazymcp.files import cache_dir
 from lazymcp.ranking import BM25Ranker, Document, Ranker, RankerFactory, parameters
+from lazymcp.stubs import ELLIPSIS
 from lazymcp.terms import normalize_name
 
 _log = logging.getLogger("lazymcp.semantic")
@@ -142,14 +143,18 @@ def load_encoder(model: str = E5_MODEL) -> Encoder:
 
 
 def embedding_text(document: Document, *, with_parameters: bool = False) -> str:
-    """What an embedding model reads of a tool: its name as words, its title and its description's start
-    (and, ``with_parameters``, its parameters' names as words)."""
+    """What an embedding model reads of a tool: its name as words, its title, the summary the catalog
+    resolved when the tool's own texts do not say it (one declared in metadata), and its description's
+    start (and, ``with_parameters``, its parameters' names as words)."""
     tool = document.tool
     name = document.name_words()
     title = tool.get("title")
-    description = tool.get("description")
-    description = " ".join(description.split())[:DOC_CHARS] if isinstance(description, str) else ""
-    parts = [name, title if isinstance(title, str) else "", description]
+    title = title if isinstance(title, str) else ""
+    whole = tool.get("description")
+    whole = " ".join(whole.split()) if isinstance(whole, str) else ""
+    summary = " ".join(document.summary.split()).removesuffix(ELLIPSIS).strip().rstrip(".")
+    said = summary.casefold() in whole.casefold() or summary.casefold() in title.casefold()
+    parts = [name, title, "" if said else summary, whole[:DOC_CHARS]]
     if with_parameters:
         names = dict.fromkeys(normalize_name(key) for key, _ in parameters(tool))
         parts.append("Parameters: " + ", ".join(n for n in names if n) if any(names) else "")

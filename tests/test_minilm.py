@@ -133,3 +133,21 @@ def test_the_thread_count_defaults_to_one(monkeypatch: pytest.MonkeyPatch) -> No
     assert semantic.embed_threads() == 1
     monkeypatch.setenv("LAZYMCP_EMBED_THREADS", " 3 ")
     assert semantic.embed_threads() == 3
+
+
+def test_a_summary_declared_in_metadata_is_embedded_and_a_derived_one_adds_nothing() -> None:
+    create = tool("issues_create", "Create an issue in a project.")
+    declared = semantic.embedding_text(Document(create, "Open a ticket.", "tracker"))
+    assert declared == "issues create. Open a ticket. Create an issue in a project."
+    derived = semantic.embedding_text(Document(create, "Create an issue in a project.", "issues"))
+    assert derived == "issues create. Create an issue in a project."
+    cut = semantic.embedding_text(Document(tool("x", "A long first sentence that goes on."), "A long first…", "x"))
+    assert cut == "x. A long first sentence that goes on."
+
+
+@needs_minilm
+def test_a_summary_from_a_metadata_file_reaches_the_embedding(minilm: semantic.Encoder, tmp_path: Path) -> None:
+    tools = [tool("issues_create", "Create an issue in a project."), tool("issues_close", "Close an issue by its key.")]
+    docs = [Document(tools[0], "Open a ticket.", "tracker"), Document(tools[1], "Close an issue by its key.", "x")]
+    ranker = semantic.EmbeddingRanker(docs, minilm, semantic.EmbeddingCache(tmp_path))
+    assert ranker.rank("ticket", 1)[0][0] == 0
