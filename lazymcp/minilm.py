@@ -46,6 +46,9 @@ def _tokenizer() -> Any:
 class MiniLM:
     """all-MiniLM-L6-v2, int8, on onnxruntime: L2-normalized float32 rows for texts, one vector for a query."""
 
+    cost = 1.0
+    """Time per text, relative (``semantic.Turns``): the cheapest model here."""
+
     def __init__(self) -> None:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = embed_threads()

@@ -259,3 +259,47 @@ def test_the_cache_keeps_the_current_catalog_and_drops_the_oldest_others_past_it
     kept = semantic._bounded(vectors, current)  # pyright: ignore[reportPrivateUsage]
     assert list(kept) == [b"d6", b"d7", b"d0", b"d1"]
     assert semantic._bounded({b"a": 1}, set()) == {b"a": 1}  # pyright: ignore[reportPrivateUsage]
+
+
+def test_background_embeddings_take_turns_and_a_cheaper_model_goes_first(tmp_path: Path) -> None:
+    import time
+
+    from lazymcp.semantic import TURNS
+
+    calls: list[tuple[str, int]] = []
+
+    class Costly(Hashed):
+        key = "costly-hashed"
+        cost = 4.0
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.started = threading.Event()
+            self.gate = threading.Event()
+
+        def documents(self, texts: list[str]) -> Any:
+            calls.append(("costly", len(texts)))
+            self.started.set()
+            assert self.gate.wait(10)
+            return super().documents(texts)
+
+    class Cheap(Hashed):
+        key = "cheap-hashed"
+        cost = 1.0
+
+        def documents(self, texts: list[str]) -> Any:
+            calls.append(("cheap", len(texts)))
+            return super().documents(texts)
+
+    many = documents([tool(f"t{i}", f"Tool number {i} does thing {i}.") for i in range(130)])
+    costly = Costly()
+    first = EmbeddingRanker(many, costly, EmbeddingCache(tmp_path), background_above=0)
+    assert costly.started.wait(10)  # it holds the CPU, on its first 64 texts
+    second = EmbeddingRanker(many, Cheap(), EmbeddingCache(tmp_path), background_above=0)
+    deadline = time.monotonic() + 10
+    while not TURNS._waiting and time.monotonic() < deadline:  # pyright: ignore[reportPrivateUsage]
+        time.sleep(0.01)
+    costly.gate.set()
+    assert second.wait(10) and first.wait(10)
+    assert calls == [("costly", 64), ("cheap", 64), ("cheap", 64), ("cheap", 2), ("costly", 64), ("costly", 2)]
+    assert np.array_equal(first.matrix, second.matrix)  # the same stand-in model under two keys
