@@ -1,7 +1,8 @@
 """The hop of a forwarded request (``lazymcp.run.peer_http``) read from a fake peer (a stream fed the
 bytes a peer would write), and the front's gathered writes (``lazymcp.run.http_writes``) on a fake
 transport: each framing an owner's front may use, and each answer that is not one refused as a peer that
-cannot be reached, never a hang or a traceback."""
+cannot be reached, never a hang or a traceback; and a forwarded request's wait (``lazymcp.run.forward``),
+ended by the client leaving or the owner dying, and by nothing else."""
 
 from __future__ import annotations
 
@@ -122,3 +123,52 @@ async def test_what_one_step_writes_goes_out_in_one_write_in_order() -> None:
     gathered.close()  # closing sends what was held first
     assert real.writes[-1] == b"last" and real.closed
     assert gathered.get_extra_info("peername") == "info peername"
+
+
+@pytest.mark.anyio
+async def test_a_forwarded_wait_ends_when_the_client_leaves_or_the_owner_dies_and_not_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from starlette.requests import Request
+
+    from lazymcp.run import forward
+
+    monkeypatch.setattr(forward, "WATCH_AFTER", 0.05)
+    monkeypatch.setattr(forward, "WATCH_EVERY", 0.05)
+    checks: list[bool] = []
+
+    def request(leaves: bool) -> Request:
+        async def receive() -> dict[str, Any]:
+            if not leaves:
+                await asyncio.Event().wait()
+            return {"type": "http.disconnect"}
+
+        return Request({"type": "http", "method": "POST", "headers": []}, receive)
+
+    def owner(dies_after: int) -> Any:
+        async def alive() -> bool:
+            checks.append(True)
+            return len(checks) < dies_after
+
+        return alive
+
+    async def answer(after: float) -> str:
+        await asyncio.sleep(after)
+        return "answer"
+
+    async def never() -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    quick = forward._Waiting(request(leaves=False), owner(10**6))  # pyright: ignore[reportPrivateUsage]
+    assert await asyncio.wait_for(quick.run(answer(0.0)), 10) == "answer" and quick.stopped is None
+    assert checks == []  # answered within WATCH_AFTER: the owner was never asked about
+    slow = forward._Waiting(request(leaves=False), owner(10**6))  # pyright: ignore[reportPrivateUsage]
+    assert await asyncio.wait_for(slow.run(answer(0.3)), 10) == "answer" and checks  # alive all along
+    checks.clear()
+    left = forward._Waiting(request(leaves=True), owner(10**6))  # pyright: ignore[reportPrivateUsage]
+    assert await asyncio.wait_for(left.run(never()), 10) is None and left.stopped == "left"
+    dead = forward._Waiting(request(leaves=False), owner(3))  # pyright: ignore[reportPrivateUsage]
+    assert await asyncio.wait_for(dead.run(never()), 10) is None and dead.stopped == "dead"
+    assert len(checks) == 3
+    assert asyncio.current_task() is not None and not asyncio.current_task().cancelling()  # pyright: ignore[reportOptionalMemberAccess]
