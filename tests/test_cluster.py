@@ -391,6 +391,56 @@ async def test_a_list_change_seen_by_one_instance_reaches_every_instance_and_new
     assert "c__extra_1" in fresh
 
 
+@needs_redis
+@pytest.mark.anyio
+async def test_a_resource_change_seen_by_one_instance_reaches_the_other_and_its_list_is_asked_again(
+    tmp_path: Path,
+) -> None:
+    """A server's resources live in a file its processes share. One instance lists them (its manifest,
+    shared, keeps the list); a session of the other answers from that list without starting the server,
+    so it misses a change no process announced. Then a session of the first adds a resource (its process
+    sends ``notifications/resources/list_changed``): the other's session, whose process never ran, is
+    told on its event stream and asks its server again, which lists every resource."""
+    redis_port = free_port()
+    ports = [free_port() for _ in range(2)]
+    store = tmp_path / "uris.json"
+    store.write_text(json.dumps(["memo://one"]))
+    config = config_of(tmp_path, s=[sys.executable, str(SERVERS / "lists_server.py"), str(store)])
+
+    async def uris(port: int, session: dict[str, str]) -> list[str]:
+        status, answer = await post(port, request(7, "resources/list"), session)
+        assert status == 200 and answer is not None and "result" in answer, answer
+        return [resource["uri"] for resource in answer["result"]["resources"]]
+
+    async with redis_server(redis_port), AsyncExitStack() as stack:
+        for number, port in enumerate(ports):
+            await stack.enter_async_context(instance(config, tmp_path / f"c{number}", port, redis_port))
+        with anyio.fail_after(TIMEOUT * 3):
+            first = await open_session(ports[0])
+            listed = await uris(ports[0], first)
+            store.write_text(json.dumps(["memo://one", "memo://behind"]))  # no process says so
+
+            def shared() -> bool:  # the first instance's manifest, with its list, has reached the other
+                return any("resources/list" in path.read_text() for path in (tmp_path / "c1").rglob("*.json"))
+
+            await until(shared, within=TIMEOUT, what="the list in the other instance's manifest")
+            other = await open_session(ports[1])
+            kept = await uris(ports[1], other)  # from the shared list: its server has not started
+            told: list[dict[str, Any]] = []
+            async with httpx2.AsyncClient(trust_env=False, timeout=TIMEOUT) as client:
+                headers = {**other, "Accept": "text/event-stream"}
+                async with client.stream("GET", f"http://127.0.0.1:{ports[1]}/mcp", headers=headers) as stream:
+                    added, _ = await post(ports[0], tool_call(8, "s__add", uri="memo://two"), first)
+                    async for row in stream.aiter_lines():
+                        if row.startswith("data:"):
+                            told.append(json.loads(row[5:]))
+                            break
+            after = await uris(ports[1], other)
+    assert listed == ["memo://one"] and kept == ["memo://one"] and added == 200
+    assert told == [{"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}]
+    assert after == ["memo://one", "memo://behind", "memo://two"]  # asked of the server again
+
+
 # --- the command line --------------------------------------------------------------------------------
 
 

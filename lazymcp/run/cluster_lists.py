@@ -1,12 +1,16 @@
 """What gateway instances sharing one Redis (``--redis``) tell each other of their servers' lists: every
-manifest an instance writes (a server listed its tools, or changed them) is kept in Redis and announced on
-one pub/sub channel; every other instance writes it to its own manifest store and gives the new tools to
-each of its sessions, which announce ``list_changed`` to their clients and ``subscriptions/listen``
-streams. A new instance starts from the manifests in Redis (``warm``): warm, without starting a server.
+manifest an instance writes (a server listed its tools, or changed them, or said its prompts or resources
+changed) is kept in Redis and announced on one pub/sub channel; every other instance writes it to its own
+manifest store and gives the new tools to each of its sessions, and the prompt or resource change too
+(their lists there go stale, and the next listing asks the server again); the sessions announce
+``list_changed`` to their clients and ``subscriptions/listen`` streams. A new instance starts from the
+manifests in Redis (``warm``): warm, without starting a server.
 
 - ``lazymcp:manifest:<key>``: a manifest's bytes, as ``ManifestStore`` writes them (checked again when
   read); ``<key>`` is the store's key of the server (a hash of how it is started).
-- ``lazymcp:lists``: the channel; each message names the instance and the key.
+- ``lazymcp:lists``: the channel; each message names the instance, the key, and the server's
+  ``notifications/prompts/list_changed`` or ``.../resources/list_changed`` that made it be written
+  (``changed``; only those two are taken).
 
 A manifest is sent only when its bytes changed, and a manifest received is never sent again (the
 sessions take its tools without saving them), so instances do not echo each other.
@@ -39,6 +43,11 @@ LISTEN_WAIT = 1.0
 
 Tell = Callable[[str, Sequence[Tool]], None]
 """Give every session of this instance a server's new tools (by the server's name)."""
+TellChanged = Callable[[str, str], None]
+"""Tell every session of this instance that a server's prompts or resources changed (its name, the
+notification)."""
+CHANGES = frozenset({"notifications/prompts/list_changed", "notifications/resources/list_changed"})
+"""The notifications a message may name in ``changed``."""
 
 
 def _digest(blob: bytes) -> str:
@@ -68,33 +77,36 @@ class SharedLists:
         self.on_error: Callable[[BaseException], None] = lambda _exc: None
         self.errors: tuple[type[BaseException], ...] = (OSError,)
 
-    def saved(self, key: str, blob: bytes) -> None:
-        """The store wrote a manifest (``ManifestStore.on_saved``): sent on when its bytes are new."""
+    def saved(self, key: str, blob: bytes, changed: Sequence[str] = ()) -> None:
+        """The store wrote a manifest (``ManifestStore.on_saved``): sent on when its bytes are new, or it
+        was written for a change of the server's prompts or resources (``changed``)."""
         digest = _digest(blob)
-        if key not in self.servers or self._known.get(key) == digest or self.redis is None:
+        changed = [notification for notification in changed if notification in CHANGES]
+        if key not in self.servers or self.redis is None or (self._known.get(key) == digest and not changed):
             return
         self._known[key] = digest
         try:
-            task = asyncio.get_running_loop().create_task(self._send(key, blob))
+            task = asyncio.get_running_loop().create_task(self._send(key, blob, changed))
         except RuntimeError:  # no loop: a refresh outside the gateway's
             return
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 
-    async def _send(self, key: str, blob: bytes) -> None:
+    async def _send(self, key: str, blob: bytes, changed: Sequence[str] = ()) -> None:
         assert self.redis is not None
         try:
             async with self.redis.pipeline(transaction=False) as pipe:
                 pipe.set(MANIFEST_PREFIX + key, blob, ex=MANIFEST_TTL)
-                note = orjson.dumps({"instance": self.instance, "key": key})
+                note = orjson.dumps({"instance": self.instance, "key": key, "changed": list(changed)})
                 pipe.publish(CHANNEL, note)  # pyright: ignore[reportUnknownMemberType]
                 await asyncio.wait_for(pipe.execute(), 2.0)
         except self.errors as exc:
             self._known.pop(key, None)  # sent again at its next save
             self.on_error(exc)
 
-    async def listen(self, tell: Tell) -> None:
-        """Take the manifests other instances announce, until cancelled (reconnecting while Redis is away)."""
+    async def listen(self, tell: Tell, tell_changed: TellChanged) -> None:
+        """Take the manifests and changes other instances announce, until cancelled (reconnecting while
+        Redis is away)."""
         assert self.redis is not None
         while True:
             pubsub = self.redis.pubsub()  # pyright: ignore[reportUnknownMemberType]
@@ -103,7 +115,8 @@ class SharedLists:
                 while True:
                     message: Any = await pubsub.get_message(ignore_subscribe_messages=True, timeout=LISTEN_WAIT)  # pyright: ignore[reportUnknownVariableType]
                     if isinstance(message, dict):
-                        await self._announced(cast(dict[str, object], message).get("data"), tell)
+                        data = cast(dict[str, object], message).get("data")
+                        await self._announced(data, tell, tell_changed)
             except self.errors as exc:
                 self.on_error(exc)
             finally:
@@ -113,7 +126,7 @@ class SharedLists:
                     pass
             await asyncio.sleep(LISTEN_WAIT)
 
-    async def _announced(self, data: object, tell: Tell) -> None:
+    async def _announced(self, data: object, tell: Tell, tell_changed: TellChanged) -> None:
         try:
             note: Any = orjson.loads(data) if isinstance(data, bytes | str) else None
         except orjson.JSONDecodeError:
@@ -127,14 +140,17 @@ class SharedLists:
         entry = self.servers.get(key) if isinstance(key, str) else None
         if entry is None or self.store is None or self.redis is None:
             return
+        said = note.get("changed")
+        changed = [n for n in cast(list[object], said) if n in CHANGES] if isinstance(said, list) else []
         blob: Any = await asyncio.wait_for(self.redis.get(MANIFEST_PREFIX + entry_key(entry)), 2.0)
-        if not isinstance(blob, bytes) or self._known.get(entry_key(entry)) == _digest(blob):
-            return
-        self._known[entry_key(entry)] = _digest(blob)
-        self.store.put(entry.identity(), blob)
-        manifest = self.store.load(entry.identity())
-        if manifest is not None:
-            tell(entry.name, manifest.tools)
+        if isinstance(blob, bytes) and self._known.get(entry_key(entry)) != _digest(blob):
+            self._known[entry_key(entry)] = _digest(blob)
+            self.store.put(entry.identity(), blob)
+            manifest = self.store.load(entry.identity())
+            if manifest is not None:
+                tell(entry.name, manifest.tools)
+        for notification in dict.fromkeys(cast(list[str], changed)):
+            tell_changed(entry.name, notification)
 
 
 def entry_key(entry: ServerEntry) -> str:
