@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from contextlib import AsyncExitStack
@@ -441,13 +442,50 @@ async def test_a_resource_change_seen_by_one_instance_reaches_the_other_and_its_
     assert after == ["memo://one", "memo://behind", "memo://two"]  # asked of the server again
 
 
+@needs_redis
+@pytest.mark.anyio
+async def test_a_refresh_with_redis_gives_its_manifests_to_running_instances_and_starts_a_failing_server_once(
+    tmp_path: Path,
+) -> None:
+    """``--refresh --redis``: the manifest it writes goes to Redis and reaches a running instance, whose
+    cache takes it though it started no server; a failing server of the configuration is started once,
+    and the refresh says so in its status, as without Redis."""
+    from redis.asyncio import Redis
+
+    redis_port, port = free_port(), free_port()
+    starts = tmp_path / "starts"
+    config = config_of(tmp_path, p=PID_SERVER, b=["sh", "-c", f"echo started >> {starts}; exit 1"])
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), "--refresh"]
+    command += ["--redis", f"redis://127.0.0.1:{redis_port}/0"]
+    running = tmp_path / "running"
+
+    def taken() -> bool:
+        return any("whoami" in path.read_text() for path in running.rglob("*.json"))
+
+    async with redis_server(redis_port), instance(config, running, port, redis_port) as process:
+        with anyio.fail_after(TIMEOUT * 2):
+            done = await anyio.run_process(
+                command, check=False, env={**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "refresh")}
+            )
+            await until(taken, within=TIMEOUT, what="the refreshed manifest in the running instance's cache")
+            client = Redis(port=redis_port)
+            try:
+                shared = await client.keys("lazymcp:manifest:*")
+            finally:
+                await client.aclose()
+        started_by_instance = children(process.pid)
+    assert done.returncode == 1, done.stderr
+    assert starts.read_text().splitlines() == ["started"]  # once, not again for the lists asked next
+    assert len(shared) == 1 and not started_by_instance
+
+
 # --- the command line --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("flags", "said"),
     [
-        (["--redis", "redis://127.0.0.1:9/0"], "--redis is only for --http"),
+        (["--redis", "redis://127.0.0.1:9/0"], "--redis is only for --http (or --refresh)"),
         (["--http", "127.0.0.1:{port}", "--advertise", "http://127.0.0.1:1"], "--advertise is only for --redis"),
         (["--http", "127.0.0.1:{port}", "--redis", "http://127.0.0.1:9"], "expected a redis://"),
         (["--http", "0.0.0.0:{port}", "--token-file", "{token}", "--redis", "redis://127.0.0.1:9"], "--advertise URL"),

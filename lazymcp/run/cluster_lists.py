@@ -92,6 +92,10 @@ class SharedLists:
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 
+    def sending(self) -> list[asyncio.Task[None]]:
+        """The manifests being sent now."""
+        return list(self._sending)
+
     async def _send(self, key: str, blob: bytes, changed: Sequence[str] = ()) -> None:
         assert self.redis is not None
         try:
@@ -194,3 +198,43 @@ def warm_start(url: str, store: ManifestStore, entries: Sequence[ServerEntry]) -
         return asyncio.run(fetch())
     except REDIS_ERRORS:
         return None
+
+
+class Refreshed:
+    """``lazymcp gateway --refresh --redis URL``: the manifests the refresh writes, sent to Redis and
+    announced to the running instances (which take them as any instance's), on a client of its own."""
+
+    def __init__(self, url: str, entries: Sequence[ServerEntry]) -> None:
+        from lazymcp.run.cluster import REDIS_ERRORS, connect
+
+        self.url = url
+        self.lists = SharedLists("refresh", entries)
+        self.lists.redis, self.lists.errors = connect(url), REDIS_ERRORS
+        self.failure: BaseException | None = None
+        self.lists.on_error = self._failed
+
+    def _failed(self, exc: BaseException) -> None:
+        self.failure = self.failure or exc
+
+    def saved(self, key: str, blob: bytes, changed: Sequence[str] = ()) -> None:
+        self.lists.saved(key, blob, changed)
+
+    async def sent(self) -> bool:
+        """Once every manifest is sent (each bounded): whether Redis took them all; one line if not."""
+        from urllib.parse import urlsplit
+
+        from lazymcp.notices import say
+
+        await asyncio.gather(*self.lists.sending(), return_exceptions=True)
+        assert self.lists.redis is not None
+        try:
+            await asyncio.wait_for(self.lists.redis.aclose(), 1.0)
+        except (TimeoutError, *self.lists.errors):
+            pass
+        if self.failure is None:
+            return True
+        parts = urlsplit(self.url)  # never the password a URL may carry
+        where = f"{parts.hostname}:{parts.port or 6379}"
+        why = str(self.failure) or type(self.failure).__name__
+        say("gateway", f"Redis at {where} did not take the manifests ({why}): they are kept here only")
+        return False
