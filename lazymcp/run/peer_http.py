@@ -1,7 +1,7 @@
 """One HTTP/1.1 request and its whole answer, on connections kept open to a peer instance: the hop of a
 forwarded POST or DELETE (``lazymcp.run.forward``). Kept lean, since every forwarded request pays for
 it: the request written in one piece, the answer read with the stream's own ``readuntil`` and
-``readexactly`` (a general parser such as h11 cost more than the rest of the hop on a loaded machine).
+``readexactly`` (h11, a general parser, took a large share of the forwarding instance's CPU time).
 It reads what a peer's front (uvicorn) writes: a status line, header fields, then a body framed by
 ``Content-Length`` or chunked; anything else is taken for a peer that cannot be reached.
 
