@@ -13,7 +13,9 @@ manifests in Redis (``warm``): warm, without starting a server.
   (``changed``; only those two are taken).
 
 A manifest is sent only when its bytes changed, and a manifest received is never sent again (the
-sessions take its tools without saving them), so instances do not echo each other.
+sessions take its tools without saving them), so instances do not echo each other. Changes of one
+server's prompts or resources are sent at most once per ``CHANGE_EVERY``: those that come sooner wait,
+gathered, for the end of that interval.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ Tell = Callable[[str, Sequence[Tool]], None]
 TellChanged = Callable[[str, str], None]
 """Tell every session of this instance that a server's prompts or resources changed (its name, the
 notification)."""
+CHANGE_EVERY = 1.0
+"""Seconds between two messages naming changes of one server: one that announces changes in a loop costs
+each instance a message a second, and its last change still reaches them."""
 CHANGES = frozenset({"notifications/prompts/list_changed", "notifications/resources/list_changed"})
 """The notifications a message may name in ``changed``."""
 
@@ -74,6 +79,10 @@ class SharedLists:
         self._known: dict[str, str] = {}
         """Each manifest's digest, as last sent or taken: the same bytes are neither sent nor taken again."""
         self._sending: set[asyncio.Task[None]] = set()
+        self._last_change: dict[str, float] = {}
+        """When a change of each server's prompts or resources was last sent (the loop's time)."""
+        self._owed: dict[str, tuple[bytes, set[str]]] = {}
+        """A server's manifest and changes held until ``CHANGE_EVERY`` has passed since the last sent."""
         self.on_error: Callable[[BaseException], None] = lambda _exc: None
         self.errors: tuple[type[BaseException], ...] = (OSError,)
 
@@ -86,14 +95,37 @@ class SharedLists:
             return
         self._known[key] = digest
         try:
-            task = asyncio.get_running_loop().create_task(self._send(key, blob, changed))
+            loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop: a refresh outside the gateway's
             return
+        owed = self._owed.get(key)
+        if owed is not None:  # a change is owed: this manifest goes with it
+            self._owed[key] = (blob, owed[1] | set(changed))
+            return
+        last = self._last_change.get(key)
+        if changed and last is not None and loop.time() - last < CHANGE_EVERY:
+            self._owed[key] = (blob, set(changed))
+            loop.call_at(last + CHANGE_EVERY, self._pay, key)
+            return
+        if changed:
+            self._last_change[key] = loop.time()
+        self._start(key, blob, changed)
+
+    def _pay(self, key: str) -> None:
+        owed = self._owed.pop(key, None)
+        if owed is not None:
+            self._last_change[key] = asyncio.get_running_loop().time()
+            self._start(key, owed[0], sorted(owed[1]))
+
+    def _start(self, key: str, blob: bytes, changed: Sequence[str]) -> None:
+        task = asyncio.get_running_loop().create_task(self._send(key, blob, changed))
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 
     def sending(self) -> list[asyncio.Task[None]]:
-        """The manifests being sent now."""
+        """The manifests being sent now, those owed sent first."""
+        for key in list(self._owed):
+            self._pay(key)
         return list(self._sending)
 
     async def _send(self, key: str, blob: bytes, changed: Sequence[str] = ()) -> None:
