@@ -12,7 +12,7 @@ import signal
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx2
@@ -305,8 +305,9 @@ async def test_three_instances_behind_haproxy_lose_nothing_when_one_is_killed(tm
                 restarted.add(number)
                 session = await open_session(balancer)
             count += 1
-            if count == sessions * 3:
-                answered.set()
+            first_answers = [seen[0][1] for seen in outcomes.values() if seen]
+            if count >= sessions * 3 and len(first_answers) == sessions and all(p.isdigit() for p in first_answers):
+                answered.set()  # every session's owner known by its first answer
 
     async with redis_server(redis_port), AsyncExitStack() as stack:
         processes = [
@@ -319,7 +320,7 @@ async def test_three_instances_behind_haproxy_lose_nothing_when_one_is_killed(tm
             async with anyio.create_task_group() as group:
                 for number in range(sessions):
                     group.start_soon(client, number)
-                await answered.wait()  # every session has its server process by now
+                await answered.wait()  # every session has its server process, and its owner is known
                 lost = {str(pid) for pid in children(doomed.pid)}
                 doomed.kill()
                 killed = True
@@ -550,3 +551,69 @@ def test_a_principal_hash_is_what_its_equality_compares_and_the_same_in_every_pr
     fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert principal_hash(ada) == principal_hash(renewed) == fresh.stdout.strip()
     assert principal_hash(ada) != principal_hash(bob)
+
+
+class _Pipe:
+    def __init__(self, sent: list[list[tuple[str, object]]]) -> None:
+        self.sent, self.ops = sent, cast(list[tuple[str, object]], [])
+
+    async def __aenter__(self) -> _Pipe:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        return None
+
+    def set(self, key: str, blob: bytes, ex: int) -> None:
+        self.ops.append(("set", blob))
+
+    def publish(self, channel: str, note: bytes) -> None:
+        self.ops.append(("publish", json.loads(note)))
+
+    async def execute(self) -> None:
+        self.sent.append(self.ops)
+
+
+@pytest.mark.anyio
+async def test_a_server_announcing_changes_in_a_loop_costs_one_message_per_interval_and_its_last_is_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lazymcp.entries import ServerEntry
+    from lazymcp.run import cluster_lists
+    from lazymcp.run.cluster_lists import SharedLists, entry_key
+
+    entry = ServerEntry("s", command=("server",))
+    key = entry_key(entry)
+    prompts, resources = "notifications/prompts/list_changed", "notifications/resources/list_changed"
+
+    def shared(sent: list[list[tuple[str, object]]]) -> SharedLists:
+        class Redis:
+            def pipeline(self, transaction: bool) -> _Pipe:
+                return _Pipe(sent)
+
+        lists = SharedLists("me", [entry])
+        lists.redis = cast(Any, Redis())
+        return lists
+
+    def message(blob: bytes, changed: str) -> list[tuple[str, object]]:
+        return [("set", blob), ("publish", {"instance": "me", "key": key, "changed": [changed]})]
+
+    monkeypatch.setattr(cluster_lists, "CHANGE_EVERY", 3600.0)
+    sent: list[list[tuple[str, object]]] = []
+    lists = shared(sent)
+    lists.saved(key, b"0", [prompts])
+    for number in range(1, 50):
+        lists.saved(key, b"%d" % number, [resources])
+    await until(lambda: len(sent) == 1, within=10, what="the first change sent")
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert sent == [message(b"0", prompts)]  # the first at once, the others held for the interval
+    await asyncio.gather(*lists.sending())  # what is held is sent before a refresh ends
+    assert sent == [message(b"0", prompts), message(b"49", resources)]  # the last manifest, every change
+
+    monkeypatch.setattr(cluster_lists, "CHANGE_EVERY", 0.2)
+    timed: list[list[tuple[str, object]]] = []
+    lists = shared(timed)
+    lists.saved(key, b"a", [prompts])
+    lists.saved(key, b"b", [prompts])
+    await until(lambda: len(timed) == 2, within=10, what="the held change sent once the interval passed")
+    assert timed == [message(b"a", prompts), message(b"b", prompts)]
