@@ -254,8 +254,16 @@ async def serve_http(
     unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # else on by default on loopback
     app = lazy.server.streamable_http_app(stateless_http=stateless, host=host, transport_security=unchecked)
     guarded = Guard(host, allow_hosts, allow_origins).around(app)
+    from lazymcp.run.http_writes import front_protocol
+
     config = uvicorn.Config(
-        guarded, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+        guarded,
+        host=host,
+        port=port,
+        http=front_protocol(among_peers=False),
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=2,
     )
     await uvicorn.Server(config).serve()
 

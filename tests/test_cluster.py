@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx2
@@ -304,8 +305,9 @@ async def test_three_instances_behind_haproxy_lose_nothing_when_one_is_killed(tm
                 restarted.add(number)
                 session = await open_session(balancer)
             count += 1
-            if count == sessions * 3:
-                answered.set()
+            first_answers = [seen[0][1] for seen in outcomes.values() if seen]
+            if count >= sessions * 3 and len(first_answers) == sessions and all(p.isdigit() for p in first_answers):
+                answered.set()  # every session's owner known by its first answer
 
     async with redis_server(redis_port), AsyncExitStack() as stack:
         processes = [
@@ -318,7 +320,7 @@ async def test_three_instances_behind_haproxy_lose_nothing_when_one_is_killed(tm
             async with anyio.create_task_group() as group:
                 for number in range(sessions):
                     group.start_soon(client, number)
-                await answered.wait()  # every session has its server process by now
+                await answered.wait()  # every session has its server process, and its owner is known
                 lost = {str(pid) for pid in children(doomed.pid)}
                 doomed.kill()
                 killed = True
@@ -391,13 +393,100 @@ async def test_a_list_change_seen_by_one_instance_reaches_every_instance_and_new
     assert "c__extra_1" in fresh
 
 
+@needs_redis
+@pytest.mark.anyio
+async def test_a_resource_change_seen_by_one_instance_reaches_the_other_and_its_list_is_asked_again(
+    tmp_path: Path,
+) -> None:
+    """A server's resources live in a file its processes share. One instance lists them (its manifest,
+    shared, keeps the list); a session of the other answers from that list without starting the server,
+    so it misses a change no process announced. Then a session of the first adds a resource (its process
+    sends ``notifications/resources/list_changed``): the other's session, whose process never ran, is
+    told on its event stream and asks its server again, which lists every resource."""
+    redis_port = free_port()
+    ports = [free_port() for _ in range(2)]
+    store = tmp_path / "uris.json"
+    store.write_text(json.dumps(["memo://one"]))
+    config = config_of(tmp_path, s=[sys.executable, str(SERVERS / "lists_server.py"), str(store)])
+
+    async def uris(port: int, session: dict[str, str]) -> list[str]:
+        status, answer = await post(port, request(7, "resources/list"), session)
+        assert status == 200 and answer is not None and "result" in answer, answer
+        return [resource["uri"] for resource in answer["result"]["resources"]]
+
+    async with redis_server(redis_port), AsyncExitStack() as stack:
+        for number, port in enumerate(ports):
+            await stack.enter_async_context(instance(config, tmp_path / f"c{number}", port, redis_port))
+        with anyio.fail_after(TIMEOUT * 3):
+            first = await open_session(ports[0])
+            listed = await uris(ports[0], first)
+            store.write_text(json.dumps(["memo://one", "memo://behind"]))  # no process says so
+
+            def shared() -> bool:  # the first instance's manifest, with its list, has reached the other
+                return any("resources/list" in path.read_text() for path in (tmp_path / "c1").rglob("*.json"))
+
+            await until(shared, within=TIMEOUT, what="the list in the other instance's manifest")
+            other = await open_session(ports[1])
+            kept = await uris(ports[1], other)  # from the shared list: its server has not started
+            told: list[dict[str, Any]] = []
+            async with httpx2.AsyncClient(trust_env=False, timeout=TIMEOUT) as client:
+                headers = {**other, "Accept": "text/event-stream"}
+                async with client.stream("GET", f"http://127.0.0.1:{ports[1]}/mcp", headers=headers) as stream:
+                    added, _ = await post(ports[0], tool_call(8, "s__add", uri="memo://two"), first)
+                    async for row in stream.aiter_lines():
+                        if row.startswith("data:"):
+                            told.append(json.loads(row[5:]))
+                            break
+            after = await uris(ports[1], other)
+    assert listed == ["memo://one"] and kept == ["memo://one"] and added == 200
+    assert told == [{"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}]
+    assert after == ["memo://one", "memo://behind", "memo://two"]  # asked of the server again
+
+
+@needs_redis
+@pytest.mark.anyio
+async def test_a_refresh_with_redis_gives_its_manifests_to_running_instances_and_starts_a_failing_server_once(
+    tmp_path: Path,
+) -> None:
+    """``--refresh --redis``: the manifest it writes goes to Redis and reaches a running instance, whose
+    cache takes it though it started no server; a failing server of the configuration is started once,
+    and the refresh says so in its status, as without Redis."""
+    from redis.asyncio import Redis
+
+    redis_port, port = free_port(), free_port()
+    starts = tmp_path / "starts"
+    config = config_of(tmp_path, p=PID_SERVER, b=["sh", "-c", f"echo started >> {starts}; exit 1"])
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), "--refresh"]
+    command += ["--redis", f"redis://127.0.0.1:{redis_port}/0"]
+    running = tmp_path / "running"
+
+    def taken() -> bool:
+        return any("whoami" in path.read_text() for path in running.rglob("*.json"))
+
+    async with redis_server(redis_port), instance(config, running, port, redis_port) as process:
+        with anyio.fail_after(TIMEOUT * 2):
+            done = await anyio.run_process(
+                command, check=False, env={**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "refresh")}
+            )
+            await until(taken, within=TIMEOUT, what="the refreshed manifest in the running instance's cache")
+            client = Redis(port=redis_port)
+            try:
+                shared = await client.keys("lazymcp:manifest:*")
+            finally:
+                await client.aclose()
+        started_by_instance = children(process.pid)
+    assert done.returncode == 1, done.stderr
+    assert starts.read_text().splitlines() == ["started"]  # once, not again for the lists asked next
+    assert len(shared) == 1 and not started_by_instance
+
+
 # --- the command line --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("flags", "said"),
     [
-        (["--redis", "redis://127.0.0.1:9/0"], "--redis is only for --http"),
+        (["--redis", "redis://127.0.0.1:9/0"], "--redis is only for --http (or --refresh)"),
         (["--http", "127.0.0.1:{port}", "--advertise", "http://127.0.0.1:1"], "--advertise is only for --redis"),
         (["--http", "127.0.0.1:{port}", "--redis", "http://127.0.0.1:9"], "expected a redis://"),
         (["--http", "0.0.0.0:{port}", "--token-file", "{token}", "--redis", "redis://127.0.0.1:9"], "--advertise URL"),
@@ -462,3 +551,69 @@ def test_a_principal_hash_is_what_its_equality_compares_and_the_same_in_every_pr
     fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert principal_hash(ada) == principal_hash(renewed) == fresh.stdout.strip()
     assert principal_hash(ada) != principal_hash(bob)
+
+
+class _Pipe:
+    def __init__(self, sent: list[list[tuple[str, object]]]) -> None:
+        self.sent, self.ops = sent, cast(list[tuple[str, object]], [])
+
+    async def __aenter__(self) -> _Pipe:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        return None
+
+    def set(self, key: str, blob: bytes, ex: int) -> None:
+        self.ops.append(("set", blob))
+
+    def publish(self, channel: str, note: bytes) -> None:
+        self.ops.append(("publish", json.loads(note)))
+
+    async def execute(self) -> None:
+        self.sent.append(self.ops)
+
+
+@pytest.mark.anyio
+async def test_a_server_announcing_changes_in_a_loop_costs_one_message_per_interval_and_its_last_is_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lazymcp.entries import ServerEntry
+    from lazymcp.run import cluster_lists
+    from lazymcp.run.cluster_lists import SharedLists, entry_key
+
+    entry = ServerEntry("s", command=("server",))
+    key = entry_key(entry)
+    prompts, resources = "notifications/prompts/list_changed", "notifications/resources/list_changed"
+
+    def shared(sent: list[list[tuple[str, object]]]) -> SharedLists:
+        class Redis:
+            def pipeline(self, transaction: bool) -> _Pipe:
+                return _Pipe(sent)
+
+        lists = SharedLists("me", [entry])
+        lists.redis = cast(Any, Redis())
+        return lists
+
+    def message(blob: bytes, changed: str) -> list[tuple[str, object]]:
+        return [("set", blob), ("publish", {"instance": "me", "key": key, "changed": [changed]})]
+
+    monkeypatch.setattr(cluster_lists, "CHANGE_EVERY", 3600.0)
+    sent: list[list[tuple[str, object]]] = []
+    lists = shared(sent)
+    lists.saved(key, b"0", [prompts])
+    for number in range(1, 50):
+        lists.saved(key, b"%d" % number, [resources])
+    await until(lambda: len(sent) == 1, within=10, what="the first change sent")
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert sent == [message(b"0", prompts)]  # the first at once, the others held for the interval
+    await asyncio.gather(*lists.sending())  # what is held is sent before a refresh ends
+    assert sent == [message(b"0", prompts), message(b"49", resources)]  # the last manifest, every change
+
+    monkeypatch.setattr(cluster_lists, "CHANGE_EVERY", 0.2)
+    timed: list[list[tuple[str, object]]] = []
+    lists = shared(timed)
+    lists.saved(key, b"a", [prompts])
+    lists.saved(key, b"b", [prompts])
+    await until(lambda: len(timed) == 2, within=10, what="the held change sent once the interval passed")
+    assert timed == [message(b"a", prompts), message(b"b", prompts)]

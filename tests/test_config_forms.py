@@ -166,3 +166,71 @@ def test_what_cannot_be_expanded_stops_the_gateway_in_one_line(
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and said in done.stderr and str(config) in done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.anyio
+async def test_an_env_file_is_read_as_vscode_reads_it_and_the_entrys_own_env_wins(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    (folder / ".env").write_text(
+        "# the team's keys\n"
+        "API_KEY=from-file\n"
+        'QUOTED="two words"\n'
+        "SINGLE='kept $AS \\n is'\n"
+        'LINES="a\\nb"\n'
+        "export EXPORTED = yes \n"
+        "HASH=a#b\n"
+        "not a variable line\n"
+        "\n"
+        "LEVEL=debug\n"
+    )
+    config = write(
+        folder / ".vscode" / "mcp.json",
+        {
+            "servers": {
+                "s": {
+                    "command": "${env:PY}",
+                    "args": ["${workspaceFolder}/server.py"],
+                    "envFile": "${workspaceFolder}/.env",
+                    "env": {"LEVEL": "info"},
+                }
+            }
+        },
+    )
+    env = (await given(config, environment(tmp_path)))["env"]
+    assert (env["API_KEY"], env["QUOTED"], env["SINGLE"], env["LINES"]) == (
+        "from-file",
+        "two words",
+        "kept $AS \\n is",
+        "a\nb",
+    )
+    assert (env["EXPORTED"], env["HASH"], env["LEVEL"]) == ("yes", "a#b", "info")
+    assert "not a variable line" not in " ".join(env)
+    relative = write(
+        folder / ".cursor" / "mcp.json",
+        {"mcpServers": {"s": {"command": "${env:PY}", "args": ["${workspaceFolder}/server.py"], "envFile": ".env"}}},
+    )  # relative to the workspace folder
+    assert (await given(relative, environment(tmp_path)))["env"]["LEVEL"] == "debug"
+
+
+@pytest.mark.parametrize(
+    ("env_file", "said"),
+    [("${workspaceFolder}/missing.env", "No such file or directory"), ("${workspaceFolder}", "Is a directory")],
+    ids=["missing", "directory"],
+)
+def test_an_env_file_that_cannot_be_read_stops_the_gateway_in_one_line(
+    tmp_path: Path, env_file: str, said: str
+) -> None:
+    config = write(tmp_path / ".vscode" / "mcp.json", {"servers": {"s": {"command": "${env:PY}", "envFile": env_file}}})
+    done = subprocess.run(
+        [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=environment(tmp_path),
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert str(config) in done.stderr and "server 's'" in done.stderr and said in done.stderr
+    assert str(tmp_path) in done.stderr.split("field 'envFile'")[1]  # the path it tried

@@ -219,8 +219,10 @@ def cluster_of(args: argparse.Namespace) -> tuple[str, str] | None:
     """With ``--redis`` (or ``LAZYMCP_REDIS_URL``): the Redis URL and the address this instance's peers
     reach it at; None without.
 
+    With ``--refresh`` the address is "": the refreshed manifests go to Redis, and no session is served.
+
     Raises:
-        ConfigError: ``--redis`` without ``--http``, or no address to advertise.
+        ConfigError: ``--redis`` without ``--http`` or ``--refresh``, or no address to advertise.
     """
     from lazymcp.addresses import advertised
 
@@ -229,11 +231,12 @@ def cluster_of(args: argparse.Namespace) -> tuple[str, str] | None:
         if args.advertise:
             raise ConfigError("--advertise is only for --redis (several instances sharing sessions)")
         return None
-    if args.http is None:
-        raise ConfigError("--redis is only for --http: stdio sessions are not shared")
+    if args.http is None and not args.refresh:
+        raise ConfigError("--redis is only for --http (or --refresh): stdio sessions are not shared")
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise ConfigError(f"--redis {url!r}: expected a redis://, rediss:// or unix:// URL")
-    return url, advertised(args.advertise, args.http)
+    http: tuple[str, int] | None = args.http
+    return (url, "") if http is None or args.refresh else (url, advertised(args.advertise, http))
 
 
 def stats(args: argparse.Namespace, command: list[str]) -> int:

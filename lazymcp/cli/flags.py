@@ -156,7 +156,8 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         "--redis",
         metavar="URL",
         default=None,
-        help="with --http: share sessions with the other instances of this Redis, e.g. redis://host:6379/0 "
+        help="with --http: share sessions with the other instances of this Redis, e.g. redis://host:6379/0; "
+        "with --refresh: send the manifests there for the running instances "
         "(env LAZYMCP_REDIS_URL; needs pip install 'lazymcp[redis]')",
     )
     parser.add_argument(

@@ -63,6 +63,9 @@ class Save:
     tools: Sequence[Tool]
     version: str | None
     lists: Mapping[str, Listed | list[Any]] = field(default_factory=lambda: {})
+    changed: tuple[str, ...] = ()
+    """The ``list_changed`` notifications the server just sent that made lists of it stale: other gateway
+    instances' sessions are told them too (``--redis``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from typing import Any, cast
 from lazymcp.entries import ServerEntry
 from lazymcp.errors import CatalogError, ConfigError
 from lazymcp.files import read_json
+from lazymcp.gateway.env_file import read_env_file
 from lazymcp.gateway.variables import Variables, workspace_of
 from lazymcp.messages import SEPARATOR
 from lazymcp.metadata import ToolMeta, parse_metadata
@@ -122,6 +123,13 @@ class _Reader:
                 raise self.fail(name, "field 'cwd' must be a string")
             cwd = None if cwd is None else self.expanded(name, "cwd", cwd)
             env = self.mapping(name, "env", data.get("env", {}))
+            env_file = data.get("envFile")
+            if env_file is not None:
+                if not isinstance(env_file, str) or not env_file:
+                    raise self.fail(name, "field 'envFile' must be a path")
+                where = f"{self.source}: server {name!r}"
+                path = self.expanded(name, "envFile", env_file)
+                env = {**read_env_file(path, self.variables.workspace, where), **env}  # its own env wins
             entry = ServerEntry(name, command=(command, *args), env=env, cwd=cwd)
         disabled = data.get("disabled", False)
         if not isinstance(disabled, bool):

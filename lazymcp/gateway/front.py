@@ -49,7 +49,7 @@ from lazymcp.gateway.passthrough import LISTS, ROUTED, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
 from lazymcp.gateway.progress import StartUp
 from lazymcp.gateway.relay import Relay
-from lazymcp.gateway.servers import Down, Happened, Heard, Servers
+from lazymcp.gateway.servers import STALE, Down, Happened, Heard, Servers
 from lazymcp.jsonrpc import Frame, RequestId
 from lazymcp.limits import CLIENT_TIMEOUT, FIRST_LIST_WAIT
 from lazymcp.manifest import Manifest
@@ -436,6 +436,17 @@ class Gateway:
         if all(server.name != name for server in self.servers):
             return []
         return [action for action in self._new_tools(name, tools, now) if not isinstance(action, Save)]
+
+    def changed_elsewhere(self, name: str, notification: str) -> list[Action]:
+        """A server's prompts or resources changed, as another gateway instance's process of it said
+        (``notifications/prompts/list_changed`` or ``.../resources/list_changed``): its lists here go
+        stale, and the client is told as if this session's process had said so. Nothing is saved."""
+        if notification not in STALE or all(server.name != name for server in self.servers):
+            return []
+        self.servers[name].changed_elsewhere(notification)
+        if not self.session.known:
+            return []
+        return self.relay.announce(Frame({"jsonrpc": "2.0", "method": notification}))
 
     def _new_tools(self, name: str, tools: Sequence[Tool], now: float) -> list[Action]:
         """A server's new tool list: the merged catalog is rebuilt, and the client told when it changed."""

@@ -80,7 +80,12 @@ class Relay:
             if asked is None:
                 return []  # not a request of its to the client: nothing to cancel there
             return [ToClient(frame.changed(params={**params, "requestId": asked}))]
-        saved = self.servers[server].changed(cast(str, method))
+        return [*self.servers[server].changed(cast(str, method)), *self.announce(frame)]
+
+    def announce(self, frame: Frame) -> list[Action]:
+        """A server's notification to the client: a 2026 client's listen streams for a list change, else
+        the client itself."""
+        method = cast(str, frame.method)
         if self.session.modern and method in LIST_CHANGED:
-            return [*saved, *[ToClient(event) for event in self.session.listeners(cast(str, method))]]
-        return [*saved, ToClient(frame)]
+            return [ToClient(event) for event in self.session.listeners(method)]
+        return [ToClient(frame)]

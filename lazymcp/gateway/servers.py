@@ -11,7 +11,7 @@ the server's handshake is done: one path for every call.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from lazymcp import jsonrpc
@@ -75,9 +75,19 @@ class Server:
         return None
 
     def changed(self, notification: str) -> list[Save]:
-        """Its prompts or resources changed: their cached lists go (the next listing asks it again)."""
-        stale = [self.lists.pop(method) for method in STALE.get(notification, ()) if method in self.lists]
-        return self.saved() if stale else []
+        """Its prompts or resources changed: their cached lists go (the next listing asks it again), and
+        its manifest is written anew, naming the change for other gateway instances."""
+        if notification not in STALE:
+            return []
+        for method in STALE[notification]:
+            self.lists.pop(method, None)
+        return [replace(saved, changed=(notification,)) for saved in self.saved()]
+
+    def changed_elsewhere(self, notification: str) -> None:
+        """Another instance's process of it said its prompts or resources changed: the lists go, and
+        nothing is saved (that instance did)."""
+        for method in STALE.get(notification, ()):
+            self.lists.pop(method, None)
 
     def saved(self) -> list[Save]:
         """Its manifest, written anew: its tools and its lists (those from the manifest keep their time)."""

@@ -179,10 +179,16 @@ class Cluster:
                 if isinstance(core, Gateway):
                     driver.apply(lambda now, core=core: core.learned(server, tools, now))
 
+        def tell_changed(server: str, notification: str) -> None:
+            for driver in drivers():
+                core = driver.core
+                if isinstance(core, Gateway):
+                    driver.apply(lambda _now, core=core: core.changed_elsewhere(server, notification))
+
         self._sessions = sessions
         await self._beat()
         self._beating = asyncio.ensure_future(self._beat_forever())
-        self._listening = asyncio.ensure_future(self.lists.listen(tell))
+        self._listening = asyncio.ensure_future(self.lists.listen(tell, tell_changed))
         self._syncing = asyncio.ensure_future(self.rates.sync_forever())
 
     async def aclose(self) -> None:

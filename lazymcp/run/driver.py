@@ -281,7 +281,7 @@ class Driver:
             return
         entry = self.core.entry(action.server)
         try:
-            self.store.save(entry.identity(), action.tools, action.version, action.lists)
+            self.store.save(entry.identity(), action.tools, action.version, action.lists, changed=action.changed)
         except OSError as exc:
             self.say(f"cannot write the manifest of server {action.server!r}: {exc.strerror or exc}")
 

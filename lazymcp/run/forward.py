@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import httpx2
 from starlette.requests import Request
@@ -39,6 +40,7 @@ WATCH_AFTER = 2.0
 """Seconds a forwarded request waits before its owner's liveness is checked."""
 WATCH_EVERY = 1.0
 """Seconds between two checks of a waiting forwarded request's owner (a heartbeat)."""
+T = TypeVar("T")
 MAX_CONNECTIONS = 256
 """Connections to peers at once, over all of them (each a forwarded request or event stream)."""
 
@@ -52,14 +54,55 @@ class Owner:
     principal: str
 
 
-async def _until_dead(alive: Callable[[], Awaitable[bool]]) -> None:
-    """Returns once ``alive`` says no, asked every ``WATCH_EVERY`` seconds from ``WATCH_AFTER`` on: a
-    request answered sooner costs Redis nothing."""
-    await asyncio.sleep(WATCH_AFTER)
-    while True:
-        if not await alive():
+class _Waiting:
+    """A forwarded request waiting for its owner's answer in the request's own task, stopped early when
+    the client leaves or the owner stops writing its sessions. The common case, an answer within
+    milliseconds, costs one task (the watch on the client) and one timer, not a task per wait."""
+
+    def __init__(self, request: Request, alive: Callable[[], Awaitable[bool]]) -> None:
+        self.request = request
+        self.alive = alive
+        self.stopped: str | None = None
+        """Why the wait ended early: ``left`` (the client) or ``dead`` (the owner); None: it did not."""
+        self._task: asyncio.Task[object] | None = None
+        self._settled = False
+
+    def _stop(self, reason: str) -> None:
+        if self._settled or self.stopped is not None or self._task is None:
             return
-        await asyncio.sleep(WATCH_EVERY)
+        self.stopped = reason
+        self._task.cancel()
+
+    async def _watch_owner(self) -> None:
+        """From ``WATCH_AFTER`` seconds on, asks every ``WATCH_EVERY`` whether the owner still writes its
+        sessions: a request answered sooner costs Redis nothing."""
+        while True:
+            if not await self.alive():
+                self._stop("dead")
+                return
+            await asyncio.sleep(WATCH_EVERY)
+
+    async def run(self, exchange: Awaitable[T]) -> T | None:
+        """What ``exchange`` returns; None when stopped early (``stopped`` says why)."""
+        self._task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        left = asyncio.ensure_future(disconnected(self.request))
+        left.add_done_callback(lambda done: None if done.cancelled() else self._stop("left"))
+        watching: list[asyncio.Task[None]] = []
+        timer = loop.call_later(WATCH_AFTER, lambda: watching.append(asyncio.ensure_future(self._watch_owner())))
+        try:
+            return await exchange
+        except asyncio.CancelledError:
+            if self.stopped is None or self._task is None:
+                raise
+            self._task.uncancel()
+            return None
+        finally:
+            self._settled = True
+            timer.cancel()
+            left.cancel()
+            for task in watching:
+                task.cancel()
 
 
 def gone(request_id: object = None) -> Response:
@@ -105,35 +148,25 @@ class Forwarder:
             if isinstance(read, Response):
                 return read
             body = read
-        sent = asyncio.ensure_future(
-            self.peers.request(
-                owner.address,
-                request.method,
-                "/mcp",
-                list(self._headers(request).items()),
-                body,
-                connect_wait=CONNECT_WAIT,
-                answer_wait=limits.wait + ANSWER_GRACE,
-            )
+        exchange = self.peers.request(
+            owner.address,
+            request.method,
+            "/mcp",
+            list(self._headers(request).items()),
+            body,
+            connect_wait=CONNECT_WAIT,
+            answer_wait=limits.wait + ANSWER_GRACE,
         )
-        left = asyncio.ensure_future(disconnected(request))
-        watch = asyncio.ensure_future(_until_dead(alive))
+        waiting = _Waiting(request, alive)
         try:
-            await asyncio.wait({sent, left, watch}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            left.cancel()
-            watch.cancel()
-        if not sent.done():  # the client left (the owner then cancels it), or the owner died meanwhile
-            sent.cancel()
-            await asyncio.gather(sent, return_exceptions=True)
-            return Response(status_code=499) if left.done() and not left.cancelled() else gone()
-        try:
-            answer = sent.result()
+            answer = await waiting.run(exchange)
         except PeerTimeout:
             text = "Request timed out: the session's instance did not answer"
             return error_response(None, 504, text, code=ErrorCode.REQUEST_TIMEOUT)
         except PeerUnreachable:  # refused, reset, or closed before answering
             return gone()
+        if answer is None:  # the client left (the owner then cancels it), or the owner died meanwhile
+            return Response(status_code=499) if waiting.stopped == "left" else gone()
         headers = {name: answer.headers[name] for name in PASSED_BACK if name in answer.headers}
         return Response(answer.body, status_code=answer.status, headers=headers)
 

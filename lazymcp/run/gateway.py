@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -145,10 +146,17 @@ def _usable(store: ManifestStore, entry: ServerEntry, separator: str) -> Manifes
     return None
 
 
-async def refresh(launch: Launch) -> int:
-    """Start every server, store its tool list, stop; 1 when one could not be listed."""
+async def refresh(launch: Launch, redis_url: str | None = None) -> int:
+    """Start every server once, store its tool list, stop; 1 when one could not be listed. With
+    ``redis_url`` (``--redis``) each manifest also goes to Redis, announced to the running instances
+    (``lazymcp.run.cluster_lists.Refreshed``); 1 too when Redis could not take them."""
     loop = asyncio.get_running_loop()
-    store = ManifestStore(cache_dir())
+    shared = None
+    if redis_url is not None:
+        from lazymcp.run.cluster_lists import Refreshed
+
+        shared = Refreshed(redis_url, launch.config.enabled)
+    store = ManifestStore(cache_dir(), on_saved=shared.saved if shared is not None else None)
     gateway = build_gateway(replace(launch, refresh=True), store)
     gateway.wait_for_client = False
 
@@ -165,6 +173,9 @@ async def refresh(launch: Launch) -> int:
     driver.said = set()
     await driver.start(eager=True)
     await settled(lambda: gateway.discovering)
+    for server in gateway.servers:  # one that failed is not started again by the lists asked next
+        if server.life.state is State.DOWN:
+            server.life.retry_at = math.inf
     for number, method in enumerate(LISTS, 1):  # the lists clients ask for at start-up, kept too
         driver.from_client(Frame({"jsonrpc": "2.0", "id": f"refresh-{number}", "method": method, "params": {}}))
     await settled(lambda: gateway.owed > 0)
@@ -176,6 +187,8 @@ async def refresh(launch: Launch) -> int:
             say("gateway", f"server {server.name!r}: not listed (why: above)")
         else:
             say("gateway", f"server {server.name!r}: {len(server.tools or ())} tools", logging.INFO)
+    if shared is not None and not await shared.sent():
+        return 1
     return 1 if failed else 0
 
 
@@ -272,7 +285,7 @@ def run_gateway(
         say("gateway", "; ".join(config.warnings))
     launch = Launch(config, options, **choices)
     if launch.refresh:
-        return asyncio.run(refresh(launch))
+        return asyncio.run(refresh(launch, cluster[0] if cluster is not None else None))
     if launch.audit:
         observe.watch(observe.AUDIT)
     metrics = metrics_of(launch, http)

@@ -395,8 +395,17 @@ def serve_front(front: HttpFront, http: tuple[str, int], routes: Sequence[BaseRo
     import uvicorn
 
     fix_mmap_threshold()
+    from lazymcp.run.http_writes import front_protocol
+
     host, port = http
-    config = uvicorn.Config(front.app(routes), host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
+    config = uvicorn.Config(
+        front.app(routes),
+        host=host,
+        port=port,
+        http=front_protocol(among_peers=front.cluster is not None),
+        log_level="warning",
+        timeout_graceful_shutdown=2,
+    )
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:

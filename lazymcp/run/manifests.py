@@ -67,8 +67,9 @@ class ManifestStore:
     directory: Path
     ignored: set[Path] = field(default_factory=lambda: set(), compare=False)
     """Files found unusable (and said so, once)."""
-    on_saved: Callable[[str, bytes], None] | None = field(default=None, compare=False)
-    """Told each manifest written (its key and its bytes): gateway instances share them (``--redis``)."""
+    on_saved: Callable[[str, bytes, Sequence[str]], None] | None = field(default=None, compare=False)
+    """Told each manifest written (its key, its bytes, the ``list_changed`` notifications that made it be
+    written): gateway instances share them (``--redis``)."""
 
     def path(self, identity: Sequence[Any]) -> Path:
         """The file of a server's manifest."""
@@ -108,9 +109,12 @@ class ManifestStore:
         tools: Sequence[Tool],
         version: str | None = None,
         lists: Mapping[str, Listed | list[Any]] | None = None,
+        *,
+        changed: Sequence[str] = (),
     ) -> Manifest:
         """Store a server's tool list and other lists (written whole, then renamed into place); a list
-        given bare is fetched now, a ``Listed`` keeps its time."""
+        given bare is fetched now, a ``Listed`` keeps its time. ``changed``: the server's ``list_changed``
+        notifications that made lists of it stale, told to ``on_saved``."""
         now = time.time()
         kept = {m: v if isinstance(v, Listed) else Listed(v, now) for m, v in (lists or {}).items()}
         manifest = Manifest(tools if isinstance(tools, Packed) else tuple(tools), now, version, kept)
@@ -120,7 +124,7 @@ class ManifestStore:
         path = self.path(identity)
         write_private(path, blob)
         if self.on_saved is not None:
-            self.on_saved(path.stem, blob)
+            self.on_saved(path.stem, blob, changed)
         return manifest
 
     def put(self, identity: Sequence[Any], blob: bytes) -> None:
