@@ -1,7 +1,7 @@
-"""Round three of the search bench: the server ranker, multi-step splitting and the fitted fusion, each
-measured by cross-validation against what it would replace, on the dev set, and then scored on the
-multi-step requests of ``bench/multistep.json`` (written before any of it was measured; nothing is
-chosen on them).
+"""Round three of the search bench: the server ranker, multi-step splitting, the fitted fusion and BM25F's
+share beside the embedding models, each measured by cross-validation against what it would replace
+(the shipped share, for the last), on the dev set, and then scored on the multi-step requests of
+``bench/multistep.json`` (written before any of it was measured; nothing is chosen on them).
 
 ``python -m bench.search --fit`` runs it and prints the weight tables to paste into
 ``lazymcp/fusion.py`` (``STDLIB_WEIGHTS``) and ``lazymcp/semantic.py`` (``FUSION_WEIGHTS``): the fit on
