@@ -351,8 +351,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--fit",
         action="store_true",
-        help="round three only: the server ranker, step splitting and the fitted fusion, cross-validated, and"
-        " the weights to ship",
+        help="round three only: the server ranker, step splitting, the fitted fusion and BM25F's share beside"
+        " the --model encoders, cross-validated, and the weights to ship",
     )
     args = parser.parse_args(argv)
     if args.start_only:

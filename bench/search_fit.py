@@ -1,7 +1,7 @@
-"""Round three of the search bench: the server ranker, multi-step splitting and the fitted fusion, each
-measured by cross-validation against what it would replace, on the dev set, and then scored on the
-multi-step requests of ``bench/multistep.json`` (written before any of it was measured; nothing is
-chosen on them).
+"""Round three of the search bench: the server ranker, multi-step splitting, the fitted fusion and BM25F's
+share beside the embedding models, each measured by cross-validation against what it would replace
+(the shipped share, for the last), on the dev set, and then scored on the multi-step requests of
+``bench/multistep.json`` (written before any of it was measured; nothing is chosen on them).
 
 ``python -m bench.search --fit`` runs it and prints the weight tables to paste into
 ``lazymcp/fusion.py`` (``STDLIB_WEIGHTS``) and ``lazymcp/semantic.py`` (``FUSION_WEIGHTS``): the fit on
@@ -38,6 +38,9 @@ SPLITS: dict[str, tuple[Callable[[str], list[str]] | None, Any]] = {
 """How a request is cut into steps: never (the baseline), at punctuation and sequencing words, and at
 coordinating conjunctions too; each merged round-robin (``steps.merge``) or by moving each step's best
 into the whole request's top 5 (``steps.cover``)."""
+SHARES = (0.3, 0.4, 0.5, 0.6, 0.7)
+"""BM25F's share beside the embedding models (split evenly among them), the grid of ``bench.search``; the
+shipped share goes first, so the folds won / tied / lost say whether moving it helps."""
 NEGATIVES = 10
 """Each relevant tool is paired with this many of the best-ranked non-relevant tools."""
 
@@ -153,10 +156,11 @@ def round_three(
     baseline = dict.fromkeys(held, "server=0.0,split=whole")
 
     # 3. With each installed embedding model: the shipped convex weights against the fitted ones.
-    for model, ranker in embedders(bench, models).items():
-        bench.features[model] = ranker
-        from lazymcp.semantic import FLOOR, FUSION_WEIGHTS
+    from lazymcp.semantic import EXTRAS, FLOOR, FUSION_WEIGHTS
 
+    rankers = embedders(bench, models)
+    bench.features |= rankers
+    for model in rankers:
         shipped = FUSION_WEIGHTS.get((model,)) or {BM25F: 0.5, model: 0.5}
         shipped = {k: v for k, v in shipped.items() if k != SERVER}  # the previous round's: no server ranker
         for split_label, chosen in SPLITS.items():
@@ -181,6 +185,14 @@ def round_three(
         cv[key], fits[(model,)] = fitted(bench, queries, [BM25F, SERVER, model], shipped, split, FLOOR, base)
         held[f"fitted {model}"] = bench.rows(bench.index(fits[(model,)], split, FLOOR), extra)
         baseline |= {label: f"{model} shipped, split=whole" for label in held if label not in baseline}
+
+    # 4. BM25F's share beside each model, and beside all of them, against the shipped share.
+    sets = [(model,) for model in rankers] + ([tuple(m for m in EXTRAS if m in rankers)] if len(rankers) > 1 else [])
+    for names in sets:
+        share = FUSION_WEIGHTS.get(names, {}).get(BM25F, 0.5)
+        cv[f"{' + '.join(names)}: BM25F share (shipped {share:g} first)"] = cross_validate(
+            share_grid(bench, queries, names, share, FLOOR), queries
+        )
     scored = {label: summary(rows, held[baseline[label]], extra) for label, rows in held.items()}
     return {"cv": cv, "multistep": scored, "dev_by_kind": dev, "fits": fits}
 
@@ -191,6 +203,19 @@ def server_rows(
     """The shipped weights scaled to leave ``share`` to the server ranker, whole requests."""
     weights = {name: w * (1.0 - share) for name, w in shipped.items()} | {SERVER: share}
     return bench.rows(bench.index(weights, SPLITS["whole"], floor), queries)
+
+
+def share_grid(
+    bench: Bench, queries: Sequence[dict[str, Any]], models: Sequence[str], shipped: float, floor: float
+) -> dict[str, Rows]:
+    """Each share of ``SHARES`` for BM25F (the rest split evenly among ``models``), ``shipped`` first."""
+    order = [shipped, *(s for s in SHARES if abs(s - shipped) > 1e-9)]
+    return {
+        f"bm25f={s:g}": bench.rows(
+            bench.index({BM25F: s} | {m: (1.0 - s) / len(models) for m in models}, SPLITS["whole"], floor), queries
+        )
+        for s in order
+    }
 
 
 def by_kind(rows: Rows, queries: Sequence[dict[str, Any]]) -> dict[str, float]:

@@ -206,6 +206,41 @@ def test_the_fit_weighs_the_feature_that_separates_relevant_tools() -> None:
         fit([])
 
 
+class Backwards:
+    """An embedding stand-in that ranks the catalog in reverse order."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def rank(self, query: str, limit: int) -> list[tuple[int, float]]:
+        return [(position, float(position)) for position in reversed(range(self.size))][:limit]
+
+
+def test_the_share_grid_starts_at_the_shipped_share_and_moves_the_ranking_with_it() -> None:
+    from bench.search_fit import SHARES, Bench, share_grid
+
+    tools = [tool("docs__alpha_report", "Write the alpha report."), tool("mail__send_note", "Send a note.")]
+    queries = [{"query": "write the alpha", "relevant": ["docs__alpha_report"], "kind": "direct"}]
+
+    def evaluate(search: Any, qs: Any) -> list[dict[str, float]]:
+        return [{"first": 1.0 if search(q["query"])[:1] == q["relevant"] else 0.0} for q in qs]
+
+    bench = Bench(tools, evaluate)
+    bench.features["reverse"] = Backwards(len(tools))
+    grid = share_grid(bench, queries, ["reverse"], 0.4, 0.0)
+    assert list(grid) == ["bm25f=0.4", "bm25f=0.3", "bm25f=0.5", "bm25f=0.6", "bm25f=0.7"]
+    assert len(grid) == len(SHARES)
+    # BM25F finds the report, the stand-in puts the note first: BM25F wins from one half (a tie goes by
+    # catalog order).
+    assert {label: rows[0]["first"] for label, rows in grid.items()} == {
+        "bm25f=0.4": 0.0,
+        "bm25f=0.3": 0.0,
+        "bm25f=0.5": 1.0,
+        "bm25f=0.6": 1.0,
+        "bm25f=0.7": 1.0,
+    }
+
+
 # --- through a real gateway ------------------------------------------------------------------------
 
 
