@@ -127,6 +127,19 @@ async def test_cursors_mcp_json_expands_env_home_and_workspace(tmp_path: Path) -
     assert started["env"]["TOKEN"] == "t0k"
 
 
+def gateway_refusing(config: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``lazymcp gateway --config CONFIG`` run to its end (a configuration it refuses ends it at once)."""
+    return subprocess.run(
+        [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=environment(tmp_path),
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
 @pytest.mark.parametrize(
     ("relative", "data", "said"),
     [
@@ -154,15 +167,7 @@ def test_what_cannot_be_expanded_stops_the_gateway_in_one_line(
     tmp_path: Path, relative: str, data: dict[str, Any], said: str
 ) -> None:
     config = write(tmp_path / relative, data)
-    done = subprocess.run(
-        [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=environment(tmp_path),
-        timeout=TIMEOUT,
-        check=False,
-    )
+    done = gateway_refusing(config, tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and said in done.stderr and str(config) in done.stderr
     assert done.stdout == ""
@@ -221,15 +226,7 @@ def test_an_env_file_that_cannot_be_read_stops_the_gateway_in_one_line(
     tmp_path: Path, env_file: str, said: str
 ) -> None:
     config = write(tmp_path / ".vscode" / "mcp.json", {"servers": {"s": {"command": "${env:PY}", "envFile": env_file}}})
-    done = subprocess.run(
-        [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=environment(tmp_path),
-        timeout=TIMEOUT,
-        check=False,
-    )
+    done = gateway_refusing(config, tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
     assert str(config) in done.stderr and "server 's'" in done.stderr and said in done.stderr

@@ -21,6 +21,7 @@ import asyncio
 import json
 import sys
 import traceback
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -285,28 +286,32 @@ def _autogen_params(config: dict[str, Any]) -> Any:
     return StdioServerParams(command=command[0], args=command[1:], read_timeout_seconds=config["timeout"])
 
 
+async def _autogen_call(workbench: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Run a call as an ``AssistantAgent``'s tool-call step runs the ``FunctionCall`` a model emits; the
+    result's text as the model reads it (``_blocks_text``)."""
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_core import CancellationToken, FunctionCall
+
+    request = FunctionCall(id=f"call-{uuid.uuid4().hex[:8]}", name=name, arguments=json.dumps(arguments))
+    _, result = await AssistantAgent._execute_tool_call(  # pyright: ignore[reportPrivateUsage]
+        request, [workbench], [], "agent", CancellationToken(), asyncio.Queue()
+    )
+    return {"isError": result.is_error is True, "text": _blocks_text(result.content)}
+
+
 async def autogen(config: dict[str, Any], steps: Steps) -> None:
     """An ``McpWorkbench`` (one session), its tools listed as an ``AssistantAgent`` lists them for its model,
     and each call run by the agent's own tool-call step on the ``FunctionCall`` a model would emit."""
-    from autogen_agentchat.agents import AssistantAgent
-    from autogen_core import CancellationToken, FunctionCall
     from autogen_ext.tools.mcp import McpWorkbench
 
     params = _autogen_params(config)
-    calls = 0
     async with McpWorkbench(params) as workbench:
 
         async def listing() -> list[str]:
             return [tool["name"] for tool in await workbench.list_tools()]
 
         async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            nonlocal calls
-            calls += 1
-            request = FunctionCall(id=f"call-{calls}", name=name, arguments=json.dumps(arguments))
-            _, result = await AssistantAgent._execute_tool_call(  # pyright: ignore[reportPrivateUsage]
-                request, [workbench], [], "agent", CancellationToken(), asyncio.Queue()
-            )
-            return {"isError": result.is_error is True, "text": result.content}
+            return await _autogen_call(workbench, name, arguments)
 
         await run_steps(config, steps, listing, call)
 
@@ -315,14 +320,11 @@ async def autogentools(config: dict[str, Any], steps: Steps) -> None:
     """``mcp_server_tools`` (each tool opens a session of its own for every call), given to an
     ``AssistantAgent`` as tools: the agent puts them in a ``StaticWorkbench`` and runs each call through
     its own tool-call step."""
-    from autogen_agentchat.agents import AssistantAgent
-    from autogen_core import CancellationToken, FunctionCall
     from autogen_core.tools import StaticWorkbench
     from autogen_ext.tools.mcp import mcp_server_tools
 
     params = _autogen_params(config)
     workbench = StaticWorkbench([])
-    calls = 0
 
     async def listing() -> list[str]:
         nonlocal workbench
@@ -330,13 +332,7 @@ async def autogentools(config: dict[str, Any], steps: Steps) -> None:
         return [tool["name"] for tool in await workbench.list_tools()]
 
     async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        nonlocal calls
-        calls += 1
-        request = FunctionCall(id=f"call-{calls}", name=name, arguments=json.dumps(arguments))
-        _, result = await AssistantAgent._execute_tool_call(  # pyright: ignore[reportPrivateUsage]
-            request, [workbench], [], "agent", CancellationToken(), asyncio.Queue()
-        )
-        return {"isError": result.is_error is True, "text": _blocks_text(result.content)}
+        return await _autogen_call(workbench, name, arguments)
 
     await run_steps(config, steps, listing, call)
 
