@@ -193,6 +193,17 @@ def round_three(
         cv[f"{' + '.join(names)}: BM25F share (shipped {share:g} first)"] = cross_validate(
             share_grid(bench, queries, names, share, FLOOR), queries
         )
+    # 5. The same shares on the single-step requests alone (every kind but ``multi``): the bars for
+    # single-tool requests are judged there.
+    single = [q for q in queries if q["kind"] != "multi"]
+    cv[f"stdlib: server share, single-step requests ({len(single)})"] = cross_validate(
+        {f"server={share}": server_rows(bench, single, {BM25F: 1.0}, share, 0.0) for share in SERVER_GRID}, single
+    )
+    for names in sets:
+        share = FUSION_WEIGHTS.get(names, {}).get(BM25F, 0.5)
+        cv[f"{' + '.join(names)}: BM25F share, single-step requests ({len(single)})"] = cross_validate(
+            share_grid(bench, single, names, share, FLOOR), single
+        )
     scored = {label: summary(rows, held[baseline[label]], extra) for label, rows in held.items()}
     return {"cv": cv, "multistep": scored, "dev_by_kind": dev, "fits": fits}
 
