@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.search_methods import KINDS, QueryMemo, cross_validate, cross_validate_fitted, folds
+from bench.search_methods import KINDS, QueryMemo, cross_validate, cross_validate_fitted, encoders, folds
 from lazymcp import steps
 from lazymcp.fusion import BM25F, SERVER, HybridRanker, fit, named
 from lazymcp.ranking import BM25Ranker, Ranker
@@ -268,18 +268,13 @@ def fitted(
 
 def embedders(bench: Bench, models: Sequence[str]) -> dict[str, Ranker]:
     try:
-        from lazymcp.semantic import EmbeddingCache, EmbeddingRanker, load_encoder
+        from lazymcp.semantic import EmbeddingCache, EmbeddingRanker
     except ImportError as exc:
         print(f"skipping the embedding models: {exc}", file=sys.stderr)
         return {}
     found: dict[str, Ranker] = {}
     cache = EmbeddingCache()
-    for model in models:
-        try:
-            encoder = load_encoder(model)
-        except ImportError as exc:
-            print(f"skipping {model}: {exc}", file=sys.stderr)
-            continue
+    for model, encoder in encoders(models).items():
         found[model] = EmbeddingRanker(bench.docs, QueryMemo(encoder), cache)
     return found
 
