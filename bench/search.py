@@ -35,7 +35,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.search_methods import KINDS, METRICS, OkapiBM25, QueryMemo, cross_validate, fixed_folds, ranker_search
+from bench.search_methods import (
+    KINDS,
+    METRICS,
+    OkapiBM25,
+    QueryMemo,
+    cross_validate,
+    encoders,
+    fixed_folds,
+    ranker_search,
+)
 from lazymcp.fusion import BM25F
 from lazymcp.search import BM25Ranker, FieldWeights, RankerFactory, ToolIndex
 
@@ -144,7 +153,6 @@ def semantic_methods(
             EmbeddingRanker,
             HybridRanker,
             embedding_text,
-            load_encoder,
         )
     except ImportError as exc:  # numpy absent
         print(f"skipping the semantic methods: {exc}", file=sys.stderr)
@@ -155,12 +163,7 @@ def semantic_methods(
     found: dict[str, dict[str, Any]] = {}
     costs: dict[str, Any] = {}
     embedders: dict[str, EmbeddingRanker] = {}
-    for model in models:
-        try:
-            encoder = load_encoder(model)
-        except ImportError as exc:
-            print(f"skipping {model}: {exc}", file=sys.stderr)
-            continue
+    for model, encoder in encoders(models).items():
         embed, seconds = timed(lambda encoder=encoder: EmbeddingRanker(documents.docs, QueryMemo(encoder), cache))
         costs[model] = {"build_s": seconds, "embedded": cache.computed}
         raw = EmbeddingRanker(documents.docs, encoder, cache)  # unmemoized, for the per-query time

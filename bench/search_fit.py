@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.search_methods import KINDS, QueryMemo, cross_validate, cross_validate_fitted, folds
+from bench.search_methods import KINDS, QueryMemo, cross_validate, cross_validate_fitted, encoders, folds
 from lazymcp import steps
 from lazymcp.fusion import BM25F, SERVER, HybridRanker, fit, named
 from lazymcp.ranking import BM25Ranker, Ranker
@@ -193,6 +193,17 @@ def round_three(
         cv[f"{' + '.join(names)}: BM25F share (shipped {share:g} first)"] = cross_validate(
             share_grid(bench, queries, names, share, FLOOR), queries
         )
+    # 5. The same shares on the single-step requests alone (every kind but ``multi``): the bars for
+    # single-tool requests are judged there.
+    single = [q for q in queries if q["kind"] != "multi"]
+    cv[f"stdlib: server share, single-step requests ({len(single)})"] = cross_validate(
+        {f"server={share}": server_rows(bench, single, {BM25F: 1.0}, share, 0.0) for share in SERVER_GRID}, single
+    )
+    for names in sets:
+        share = FUSION_WEIGHTS.get(names, {}).get(BM25F, 0.5)
+        cv[f"{' + '.join(names)}: BM25F share, single-step requests ({len(single)})"] = cross_validate(
+            share_grid(bench, single, names, share, FLOOR), single
+        )
     scored = {label: summary(rows, held[baseline[label]], extra) for label, rows in held.items()}
     return {"cv": cv, "multistep": scored, "dev_by_kind": dev, "fits": fits}
 
@@ -257,18 +268,13 @@ def fitted(
 
 def embedders(bench: Bench, models: Sequence[str]) -> dict[str, Ranker]:
     try:
-        from lazymcp.semantic import EmbeddingCache, EmbeddingRanker, load_encoder
+        from lazymcp.semantic import EmbeddingCache, EmbeddingRanker
     except ImportError as exc:
         print(f"skipping the embedding models: {exc}", file=sys.stderr)
         return {}
     found: dict[str, Ranker] = {}
     cache = EmbeddingCache()
-    for model in models:
-        try:
-            encoder = load_encoder(model)
-        except ImportError as exc:
-            print(f"skipping {model}: {exc}", file=sys.stderr)
-            continue
+    for model, encoder in encoders(models).items():
         found[model] = EmbeddingRanker(bench.docs, QueryMemo(encoder), cache)
     return found
 

@@ -7,6 +7,7 @@ import math
 import random
 import re
 import statistics
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -200,3 +201,16 @@ def cross_validate_fitted(
         "gain": statistics.fmean(gains),
         "gain_sd": statistics.stdev(gains),
     }
+
+
+def encoders(models: Sequence[str]) -> dict[str, Any]:
+    """Each of ``models`` whose extra is installed, loaded; the others skipped with a line on stderr."""
+    from lazymcp.semantic import load_encoder
+
+    found: dict[str, Any] = {}
+    for model in models:
+        try:
+            found[model] = load_encoder(model)
+        except ImportError as exc:
+            print(f"skipping {model}: {exc}", file=sys.stderr)
+    return found

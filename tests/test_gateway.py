@@ -156,7 +156,7 @@ async def test_with_manifests_a_server_starts_only_on_its_first_call(config: Pat
     with anyio.fail_after(TIMEOUT):
         done = await anyio.run_process([refresh.command, *refresh.args], env=refresh.env, check=False)
     assert done.returncode == 0, done.stderr
-    assert "server 'memory': 9 tools" in done.stderr.decode()
+    assert done.stderr.decode().count("server 'memory': 9 tools") == 1  # said as it listed, not again
     pidfile = tmp_path / "memory.pid"
     pidfile.unlink()
     with anyio.fail_after(TIMEOUT):

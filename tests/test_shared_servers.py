@@ -35,6 +35,7 @@ from .raw import (
     tool_call,
 )
 from .test_cluster import ASKING
+from .test_observe import samples
 
 PEOPLE = ("ada", "bob", "cy", "dee", "eve")
 ELICITATION: dict[str, Any] = {**INIT, "capabilities": {"elicitation": {}}}
@@ -93,6 +94,18 @@ async def test_fifty_sessions_of_five_people_start_five_server_processes(tmp_pat
     assert all(len(pids) == 1 for pids in by_person.values()), by_person  # one process per person
     assert len({pid for pids in by_person.values() for pid in pids}) == 5  # never one process for two
     assert len(running) == 5, running
+
+
+@pytest.mark.anyio
+async def test_metrics_count_the_processes_started_not_each_sessions_start(tmp_path: Path) -> None:
+    port = free_port()
+    async with http_gateway(config(tmp_path, p=PID_SERVER), tmp_path / "cache", port, token_file(tmp_path)):
+        with anyio.fail_after(TIMEOUT * 2):
+            found = await whoami_in_sessions(port, 10)  # two sessions of each of the five people
+            async with httpx2.AsyncClient(timeout=TIMEOUT) as client:
+                page = await client.get(f"http://127.0.0.1:{port}/metrics", headers=bearer("ada"))
+    assert len(found) == 10 and page.status_code == 200
+    assert samples(page.text)[("lazymcp_server_starts_total", (("server", "p"),))] == 5
 
 
 @pytest.mark.anyio

@@ -58,6 +58,9 @@ class Driver:
         """Resolves to 0 when the client leaves (its requests answered), 1 when the session fails."""
         self.failure: str | None = None
         self.connections: dict[str, Connection] = {}
+        self._pooled: set[str] = set()
+        """Servers reached through a pool's shared process (``shared_servers.Lease``), whose starts and
+        failures the pool counts, once for all its sessions."""
         self.tasks: set[asyncio.Task[Any]] = set()
         self.on_hold: Callable[[str, bool], None] = lambda reason, held: None
         """Stop (True) or resume (False) reading the client, for ``reason``: ``server NAME``, the proxy's
@@ -177,10 +180,10 @@ class Driver:
                         if action.server in self._full and connection.buffered > SERVER_INPUT:
                             self._stuck(action.server, f"{connection.buffered} bytes wait for it")
             elif isinstance(action, Start):
-                observe.server_started(action.server)
                 self._spawn(action.server)
             elif isinstance(action, Stop):
-                observe.server_failed(action.server)
+                if action.server not in self._pooled:  # a pool counts its processes' failures once
+                    observe.server_failed(action.server)
                 self.say(action.reason)
                 self._stop(action.server)
             elif isinstance(action, Say):
@@ -211,6 +214,11 @@ class Driver:
         """One server's whole life in one task, since a connection's scopes (the SDK's HTTP client) must
         be left in the task that entered them: started, run until ``_stop`` or ``close``, stopped."""
         connection = self.connector(self.core.entry(server), isolated=self.core.isolates_servers)
+        if getattr(connection, "pooled", False):  # one process of several sessions: its pool counts it
+            self._pooled.add(server)
+        else:
+            self._pooled.discard(server)
+            observe.server_started(server)
         stop = self._stops[connection] = asyncio.Event()
         try:
             await self._start(server, connection)

@@ -181,12 +181,10 @@ async def refresh(launch: Launch, redis_url: str | None = None) -> int:
     await settled(lambda: gateway.owed > 0)
     await driver.close()
     failed = 0
-    for server in gateway.servers:
+    for server in gateway.servers:  # each listed one was said as it listed (gateway/progress.py)
         if server.life.state is State.DOWN:
             failed += 1
             say("gateway", f"server {server.name!r}: not listed (why: above)")
-        else:
-            say("gateway", f"server {server.name!r}: {len(server.tools or ())} tools", logging.INFO)
     if shared is not None and not await shared.sent():
         return 1
     return 1 if failed else 0

@@ -26,6 +26,7 @@ from lazymcp.errors import UpstreamError
 from lazymcp.gateway.sharing import SERVER, Out, Sharing
 from lazymcp.jsonrpc import Frame
 from lazymcp.notices import say
+from lazymcp.run import observe
 from lazymcp.run.connections import Connection, connect
 
 if TYPE_CHECKING:
@@ -56,12 +57,14 @@ class _Process:
         self.ready.add_done_callback(lambda task: task.cancelled() or task.exception())  # each joiner hears it
         self.stopping: asyncio.Task[None] | None = None
         self.idle = False
+        observe.server_started(entry.name)
 
     async def _start(self) -> None:
         self.connection.on_pressure = self._pressure
         try:
             await self.connection.start(self._line, self._gone)
         except UpstreamError:
+            observe.server_failed(self.entry.name)
             self.pool.forget(self)
             raise
         self.pool.started += 1
@@ -83,6 +86,7 @@ class _Process:
         if self.gone is not None or self.stopping is not None:  # stopped here: not news for its sessions
             return
         self.gone = reason
+        observe.server_failed(self.entry.name)
         self.pool.forget(self)
         for lease in list(self.leases.values()):
             lease.on_gone(reason)
@@ -124,6 +128,9 @@ class _Process:
 
 class Lease:
     """One session's way to its principal's process of a server: a ``Connection`` like any other."""
+
+    pooled = True
+    """The process's starts and failures are counted by the pool, once (``observe``), not by each session."""
 
     def __init__(self, pool: SharedServers, key: Key, entry: ServerEntry) -> None:
         self.pool = pool
