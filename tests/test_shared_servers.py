@@ -354,8 +354,8 @@ async def test_progress_reaches_only_the_session_whose_call_it_is(tmp_path: Path
                         heard[who].append((told["params"]["progressToken"], told["params"]["progress"]))
                     if len(heard[who]) >= 3:
                         break
-                if len(texts) == 2:  # both sessions still open: the processes serving them
-                    running.extend(children(gateway))
+                if len(texts) == 2 and not both.is_set():  # both sessions still open: the processes serving
+                    running.extend(children(gateway))  # them, taken once (both tasks may see two answers)
                     both.set()
                 await both.wait()
 
