@@ -46,7 +46,6 @@ class _Lease:
     """The order of its last request (higher: more recent)."""
     waiting: dict[tuple[str, object], int] = field(default_factory=lambda: {})
     """Its requests awaiting an answer: its id's key to the server-side id."""
-    initialized: bool = False
 
 
 @dataclass
@@ -114,7 +113,7 @@ class Sharing:
     def _own(self, method: str, params: dict[str, Any]) -> Frame:
         """A request of the sharing's own, whose answer goes nowhere."""
         server_id = next(self._ids)
-        self.calls[server_id] = _Call(SERVER, None)
+        self.calls[server_id] = _Call(SERVER, None, method=method)
         return Frame({"jsonrpc": "2.0", "id": server_id, "method": method, "params": params})
 
     def from_session(self, number: int, frame: Frame) -> list[Out]:
@@ -167,10 +166,9 @@ class Sharing:
         lease.last_sent = next(self._order)
         meta = jsonrpc.params_meta(frame.message)
         token = meta.get("progressToken")
-        call = self.calls[server_id] = _Call(lease.number, frame.id, token, method)
+        self.calls[server_id] = _Call(lease.number, frame.id, token, method)
         if token is None:
             return [(SERVER, frame.changed(id=server_id))]
-        call.token = token
         params = {**frame.params, "_meta": {**meta, "progressToken": server_id}}
         return [(SERVER, frame.changed(id=server_id, params=params))]
 
@@ -229,9 +227,7 @@ class Sharing:
         if self.result is not None or self._opening is not None:
             return []  # opened already, or being opened
         self._opening = []
-        server_id = next(self._ids)
-        self.calls[server_id] = _Call(SERVER, None, method="initialize")
-        return [(SERVER, Frame({"jsonrpc": "2.0", "id": server_id, "method": "initialize", "params": params}))]
+        return [(SERVER, self._own("initialize", params))]
 
     def _asked(self) -> int | None:
         """The session a server's request goes to (see the module's docstring)."""
