@@ -57,30 +57,17 @@ def front_protocol(among_peers: bool) -> type[asyncio.Protocol] | str:
     if not among_peers:
         return "h11"
     try:
-        return _httptools_server()
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as server
     except ImportError:
-        return _h11_server()
+        from uvicorn.protocols.http.h11_impl import H11Protocol as server
+    return _gathering(server)
 
 
-def _gathered(transport: asyncio.BaseTransport) -> Any:
-    return _GatheredWrites(cast(asyncio.Transport, transport))
+def _gathering(server: Any) -> type[asyncio.Protocol]:
+    """uvicorn's ``server`` protocol, its transport's writes gathered per step (``_GatheredWrites``)."""
 
+    class Gathering(server):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(_GatheredWrites(cast(asyncio.Transport, transport)))  # pyright: ignore[reportUnknownMemberType]
 
-def _httptools_server() -> type[asyncio.Protocol]:
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    class GatheringHttpTools(HttpToolsProtocol):
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
-            super().connection_made(_gathered(transport))
-
-    return GatheringHttpTools
-
-
-def _h11_server() -> type[asyncio.Protocol]:
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class GatheringH11(H11Protocol):
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
-            super().connection_made(_gathered(transport))
-
-    return GatheringH11
+    return Gathering
