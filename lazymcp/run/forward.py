@@ -13,7 +13,7 @@ session as the transport says.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -105,6 +105,11 @@ class _Waiting:
                 task.cancel()
 
 
+def _passed_back(headers: Mapping[str, str]) -> dict[str, str]:
+    """What of the owner's answer headers the client gets (``PASSED_BACK``)."""
+    return {name: headers[name] for name in PASSED_BACK if name in headers}
+
+
 def gone(request_id: object = None) -> Response:
     """The answer for a session whose owner cannot be reached."""
     return error_response(request_id, 404, "Session not found: the instance that held it is gone; initialize again")
@@ -167,7 +172,7 @@ class Forwarder:
             return gone()
         if answer is None:  # the client left (the owner then cancels it), or the owner died meanwhile
             return Response(status_code=499) if waiting.stopped == "left" else gone()
-        headers = {name: answer.headers[name] for name in PASSED_BACK if name in answer.headers}
+        headers = _passed_back(answer.headers)
         return Response(answer.body, status_code=answer.status, headers=headers)
 
     async def _stream(self, request: Request, url: str) -> Response:
@@ -183,7 +188,7 @@ class Forwarder:
                 return gone()
             finally:
                 await upstream.aclose()
-            headers = {name: upstream.headers[name] for name in PASSED_BACK if name in upstream.headers}
+            headers = _passed_back(upstream.headers)
             return Response(content, status_code=upstream.status_code, headers=headers)
 
         async def relay() -> AsyncIterator[bytes]:
@@ -195,6 +200,6 @@ class Forwarder:
             finally:
                 await upstream.aclose()
 
-        headers = {name: upstream.headers[name] for name in PASSED_BACK if name in upstream.headers}
+        headers = _passed_back(upstream.headers)
         headers.setdefault("cache-control", "no-store")
         return StreamingResponse(relay(), headers={**headers, "x-accel-buffering": "no"})
