@@ -42,7 +42,6 @@ class ServerRanker:
         servers = [server_of(document) for document in documents]
         order = list(dict.fromkeys(server for server in servers if server))
         number = {server: i for i, server in enumerate(order)}
-        self.server = [number.get(server, -1) for server in servers]
         self.members: list[list[int]] = [[] for _ in order]
         texts: list[list[str]] = [[descriptions.get(server, "")] for server in order]
         for position, (server, document) in enumerate(zip(servers, documents, strict=True)):
