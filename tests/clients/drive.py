@@ -77,17 +77,21 @@ def how_to_call(config: dict[str, Any], arguments: dict[str, Any], listed: list[
 # --- FastMCP's client ----------------------------------------------------------------------------
 
 
-async def fastmcp(config: dict[str, Any], steps: Steps) -> None:
-    from fastmcp import Client
+def fastmcp_transport(config: dict[str, Any]) -> Any:
+    """The target as FastMCP's client takes it (pydantic-ai's ``MCPToolset`` too): a URL, or a stdio command."""
     from fastmcp.client.transports import StdioTransport
 
     target = config["target"]
     if "url" in target:
-        transport: Any = target["url"]
-    else:
-        command = target["command"]
-        transport = StdioTransport(command=command[0], args=command[1:])
-    async with Client(transport, timeout=config["timeout"]) as client:
+        return target["url"]
+    command = target["command"]
+    return StdioTransport(command=command[0], args=command[1:])
+
+
+async def fastmcp(config: dict[str, Any], steps: Steps) -> None:
+    from fastmcp import Client
+
+    async with Client(fastmcp_transport(config), timeout=config["timeout"]) as client:
 
         async def listing() -> list[str]:
             return [tool.name for tool in await client.list_tools()]
@@ -183,7 +187,6 @@ async def pydanticai(config: dict[str, Any], steps: Steps) -> None:
     """A pydantic-ai ``Agent`` with an ``MCPToolset``, its model a script instead of an LLM: each step is
     one agent run whose model asks for one tool call, so the agent lists, validates, calls and turns
     errors into retry prompts exactly as it does for a real model."""
-    from fastmcp.client.transports import StdioTransport
     from pydantic_ai import Agent
     from pydantic_ai.mcp import MCPToolset
     from pydantic_ai.messages import (
@@ -196,13 +199,7 @@ async def pydanticai(config: dict[str, Any], steps: Steps) -> None:
     )
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-    target = config["target"]
-    if "url" in target:
-        client: Any = target["url"]
-    else:
-        command = target["command"]
-        client = StdioTransport(command=command[0], args=command[1:])
-    toolset = MCPToolset(client, init_timeout=config["timeout"], read_timeout=config["timeout"])
+    toolset = MCPToolset(fastmcp_transport(config), init_timeout=config["timeout"], read_timeout=config["timeout"])
     planned: list[tuple[str, dict[str, Any]]] = []
     offered: list[str] = []
 
