@@ -248,9 +248,6 @@ class Refreshed:
     def _failed(self, exc: BaseException) -> None:
         self.failure = self.failure or exc
 
-    def saved(self, key: str, blob: bytes, changed: Sequence[str] = ()) -> None:
-        self.lists.saved(key, blob, changed)
-
     async def sent(self) -> bool:
         """Once every manifest is sent (each bounded): whether Redis took them all; one line if not."""
         from urllib.parse import urlsplit

@@ -156,7 +156,7 @@ async def refresh(launch: Launch, redis_url: str | None = None) -> int:
         from lazymcp.run.cluster_lists import Refreshed
 
         shared = Refreshed(redis_url, launch.config.enabled)
-    store = ManifestStore(cache_dir(), on_saved=shared.saved if shared is not None else None)
+    store = ManifestStore(cache_dir(), on_saved=shared.lists.saved if shared is not None else None)
     gateway = build_gateway(replace(launch, refresh=True), store)
     gateway.wait_for_client = False
 
