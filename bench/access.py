@@ -26,16 +26,16 @@ from typing import Any
 
 import orjson
 
+from lazymcp.access.policy import Principal, parse_policy
+from lazymcp.access.ratelimit import Limiter, MemoryCounter, Rate
 from lazymcp.core.actions import Called, ToServer
 from lazymcp.gateway.config import parse_config
 from lazymcp.gateway.front import Gateway
-from lazymcp.jsonrpc import request_line
-from lazymcp.manifest import Manifest
-from lazymcp.policy import Principal, parse_policy
-from lazymcp.ratelimit import Limiter, MemoryCounter, Rate
+from lazymcp.protocol.jsonrpc import request_line
 from lazymcp.run.cluster_rates import SharedCounter
 from lazymcp.run.observe import audit_line
-from lazymcp.sample import synthetic_tools
+from lazymcp.tools.manifest import Manifest
+from lazymcp.tools.sample import synthetic_tools
 
 SERVERS = [f"s{n}" for n in range(10)]
 HELLO = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench"}}

@@ -22,9 +22,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any, cast
 
-from lazymcp.messages import Tool
-from lazymcp.sample import synthetic_tools
-from lazymcp.serve import load_tools
+from lazymcp.protocol.messages import Tool
+from lazymcp.run.serve import load_tools
+from lazymcp.tools.sample import synthetic_tools
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LAZYMCP_SHARED", ROOT.parent / "shared"))

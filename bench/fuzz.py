@@ -46,10 +46,10 @@ import anyio
 import orjson
 
 from lazymcp.core.actions import Fail, ToClient, ToServer
+from lazymcp.core.entries import ServerEntry
 from lazymcp.core.proxy import Proxy
-from lazymcp.entries import ServerEntry
-from lazymcp.options import Options
-from lazymcp.sample import sample_tools
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.sample import sample_tools
 
 PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"

@@ -25,9 +25,9 @@ from typing import Any
 
 from bench.common import CATALOGS, Config
 from bench.proxy import RELAY, everything_command
-from lazymcp.entries import ServerEntry
+from lazymcp.core.entries import ServerEntry
 from lazymcp.run.manifests import ManifestStore
-from lazymcp.search import describe_ranker
+from lazymcp.search.index import describe_ranker
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
 

@@ -7,7 +7,7 @@ validation, the same code for both servers), over ``InMemoryTransport`` (JSON-RP
 through memory streams, in this process) or stdio (one subprocess per connection, JSON text over
 pipes). Every round times every operation once, forward on even rounds and backward on odd ones.
 
-Server-side handler time is the same comparison with no transport: the pure ``lazymcp.methods``
+Server-side handler time is the same comparison with no transport: the pure ``lazymcp.surfaces.methods``
 functions over a built ``Catalog`` against what the SDK does for the plain listing
 (``ListToolsResult(...)``, ``model_dump`` and ``mcp_types.methods.serialize_server_result``).
 """
@@ -49,11 +49,11 @@ from bench.common import (
     us,
 )
 from bench.servers import lazy_server, plain_server
-from lazymcp.catalog import Catalog
 from lazymcp.client import raw_request
-from lazymcp.errors import UnknownTool
-from lazymcp.messages import EXT_ID, Tool
-from lazymcp.methods import Caller, dispatch
+from lazymcp.protocol.errors import UnknownTool
+from lazymcp.protocol.messages import EXT_ID, Tool
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.methods import Caller, dispatch
 
 ERA = "legacy"
 PROTOCOL_VERSION = "2025-11-25"

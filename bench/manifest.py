@@ -34,9 +34,9 @@ from bench.common import (
     seeded_sample,
 )
 from bench.common import synthetic as synthetic_source
-from lazymcp.catalog import Catalog
-from lazymcp.methods import Caller, dispatch
-from lazymcp.tokens import Size
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.methods import Caller, dispatch
+from lazymcp.tools.tokens import Size
 
 DESCRIBED = 20
 """Tools a session describes (of the 954)."""
@@ -71,8 +71,8 @@ async def two_sessions(tools: list[dict[str, Any]], names: list[str]) -> dict[st
     from mcp.client._memory import InMemoryTransport
 
     from lazymcp.client import LazyClient
-    from lazymcp.serve import build_server
-    from lazymcp.toolcache import ToolCache
+    from lazymcp.run.serve import build_server
+    from lazymcp.tools.toolcache import ToolCache
 
     lazy = build_server(copy.deepcopy(tools))
     seen: list[str] = []

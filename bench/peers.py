@@ -12,7 +12,7 @@ and put in front of the same servers as ``lazymcp gateway``:
 Measured in one run, each peer beside lazymcp and beside the servers themselves (``direct``):
 
 - the tokens of what a stock client's model sees of the listing (cl100k, each tool's name,
-  description and input schema; ``lazymcp.tokens``);
+  description and input schema; ``lazymcp.tools.tokens``);
 - spawn to the first ``tools/list`` answer, raw JSON-RPC over stdio, cold (lazymcp: an empty manifest
   cache) and warm (lazymcp: the manifests of the cold run; the others keep nothing between runs);
 - the resident memory of the front and every process under it after that listing;
@@ -52,7 +52,7 @@ from bench.gateway import Raw
 from bench.load import HOST, LoadClient, Problem, Tally, Target, children, free_port, percentile, rss_kib
 from bench.proxy import CACHE as NPM_CACHE
 from bench.proxy import everything_command
-from lazymcp.tokens import ListingSize
+from lazymcp.tools.tokens import ListingSize
 from lazymcp.version import __version__
 
 PEERS_DIR = ROOT / ".cache" / "peers"

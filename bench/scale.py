@@ -39,12 +39,12 @@ from bench.common import (
     us,
 )
 from bench.latency import sessions
-from lazymcp import catalog as catalog_module
-from lazymcp import stubs as stubs_module
-from lazymcp.catalog import Catalog
 from lazymcp.client import raw_request
-from lazymcp.messages import Detail, Shape, Tool
-from lazymcp.methods import Caller, dispatch
+from lazymcp.protocol.messages import Detail, Shape, Tool
+from lazymcp.surfaces import catalog as catalog_module
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.methods import Caller, dispatch
+from lazymcp.tools import stubs as stubs_module
 
 LISTINGS: tuple[tuple[Shape, Detail], ...] = (
     ("full", "description"),

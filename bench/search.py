@@ -6,11 +6,11 @@ Methods, side by side:
   parameter names and descriptions, split at camelCase boundaries, lowercased and split on
   non-alphanumerics (``_`` too), no stemming, no stopwords: a reimplementation of the dev set's
   reference point (it reproduces its published figures exactly).
-- ``bm25f``: the stdlib ranker (``lazymcp.search.BM25Ranker``) through ``ToolIndex.search``, plus a few
+- ``bm25f``: the stdlib ranker (``lazymcp.search.index.BM25Ranker``) through ``ToolIndex.search``, plus a few
   variants of its settings fixed before measuring (``bm25f:k1=2``, ...).
 - ``embed:<model>``: an ``EmbeddingRanker`` alone (skipped with a message when its extra is absent).
 - ``hybrid:<model>@w``: BM25F fused with the embedding ranker, BM25F's share ``w``
-  (``lazymcp.semantic.hybrid(weight=w)``); ``hybrid:all@w`` fuses every model installed.
+  (``lazymcp.search.semantic.hybrid(weight=w)``); ``hybrid:all@w`` fuses every model installed.
 
 Honest estimates: every figure is the mean over queries, and ``cross_validate`` picks among the
 variants of a family (stdlib, or semantic) inside training folds only, then scores the pick on the
@@ -45,8 +45,8 @@ from bench.search_methods import (
     fixed_folds,
     ranker_search,
 )
-from lazymcp.fusion import BM25F
-from lazymcp.search import BM25Ranker, FieldWeights, RankerFactory, ToolIndex
+from lazymcp.search.fusion import BM25F
+from lazymcp.search.index import BM25Ranker, FieldWeights, RankerFactory, ToolIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LAZYMCP_SHARED", ROOT.parent / "shared"))
@@ -145,7 +145,7 @@ def semantic_methods(
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """The embedding rankers alone and fused at every weight of ``WEIGHTS``, with query embeddings memoized."""
     try:
-        from lazymcp.semantic import (
+        from lazymcp.search.semantic import (
             E5_MODEL,
             FLOOR,
             FUSION_WEIGHTS,
@@ -215,7 +215,7 @@ class DocumentsOf:
 START_SCRIPT = """
 import json, sys, time, resource
 start = time.perf_counter()
-from lazymcp.search import ToolIndex, default_ranker, describe_ranker
+from lazymcp.search.index import ToolIndex, default_ranker, describe_ranker
 tools = json.load(open(sys.argv[1]))["tools"]
 before = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024
 imported = time.perf_counter() - start
@@ -320,7 +320,7 @@ def cv_table(cv: dict[str, Any]) -> str:
 
 def section(cfg: Any, results: dict[str, Any]) -> dict[str, Any]:
     """The harness's search section: the dev-set figures, with whichever embedding extras are installed."""
-    from lazymcp.semantic import E5_MODEL, MINILM_MODEL
+    from lazymcp.search.semantic import E5_MODEL, MINILM_MODEL
 
     found = run(() if cfg.quick else (E5_MODEL, MINILM_MODEL), costs=not cfg.quick)
     if found is None:
@@ -338,7 +338,7 @@ def render_section(section: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from lazymcp.semantic import EXTRAS
+    from lazymcp.search.semantic import EXTRAS
 
     parser = argparse.ArgumentParser(prog="python -m bench.search", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--json", type=Path, help="also write every figure (and each query's ranking) here")

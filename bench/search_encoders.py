@@ -104,8 +104,8 @@ CHILD = r"""
 import json, os, resource, statistics, sys, time
 mode, catalog, queries, models = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(",")
 start = time.perf_counter()
-from lazymcp import semantic
-from lazymcp.search import ToolIndex
+from lazymcp.search import semantic
+from lazymcp.search.index import ToolIndex
 tools = json.load(open(catalog))["tools"]
 out = {"import_and_read_s": time.perf_counter() - start}
 start, started_cpu = time.perf_counter(), time.process_time()
@@ -154,7 +154,7 @@ def child(mode: str, models: Sequence[str], cache: Path) -> dict[str, Any]:
 
 def costs(install: str, models: Sequence[str]) -> dict[str, Any]:
     """An install's figures: its size, a new catalog's embedding, queries, and a start with the cache warm."""
-    from lazymcp.semantic import installed_models
+    from lazymcp.search.semantic import installed_models
 
     missing = [m for m in models if m not in installed_models()]
     if missing:
@@ -210,8 +210,8 @@ def int8_against_fp32(python: str) -> dict[str, Any]:
     import numpy as np
 
     from bench.search import DocumentsOf
-    from lazymcp.search import BM25Ranker, ToolIndex
-    from lazymcp.semantic import (
+    from lazymcp.search.index import BM25Ranker, ToolIndex
+    from lazymcp.search.semantic import (
         FLOOR,
         FUSION_WEIGHTS,
         MINILM_MODEL,

@@ -4,7 +4,7 @@ share beside the embedding models, each measured by cross-validation against wha
 ``bench/multistep.json`` (written before any of it was measured; nothing is chosen on them).
 
 ``python -m bench.search --fit`` runs it and prints the weight tables to paste into
-``lazymcp/fusion.py`` (``STDLIB_WEIGHTS``) and ``lazymcp/semantic.py`` (``FUSION_WEIGHTS``): the fit on
+``lazymcp/search/fusion.py`` (``STDLIB_WEIGHTS``) and ``lazymcp/search/semantic.py`` (``FUSION_WEIGHTS``): the fit on
 the whole dev set, whose cross-validated estimate is printed beside it.
 """
 
@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.search_methods import KINDS, QueryMemo, cross_validate, cross_validate_fitted, encoders, folds
-from lazymcp import steps
-from lazymcp.fusion import BM25F, SERVER, HybridRanker, fit, named
-from lazymcp.ranking import BM25Ranker, Ranker
-from lazymcp.search import ToolIndex
-from lazymcp.serverrank import ServerRanker
+from lazymcp.search import steps
+from lazymcp.search.fusion import BM25F, SERVER, HybridRanker, fit, named
+from lazymcp.search.index import ToolIndex
+from lazymcp.search.ranking import BM25Ranker, Ranker
+from lazymcp.search.serverrank import ServerRanker
 
 MULTISTEP = Path(__file__).with_name("multistep.json")
 SERVER_GRID = (0.0, 0.1, 0.2, 0.3)
@@ -156,7 +156,7 @@ def round_three(
     baseline = dict.fromkeys(held, "server=0.0,split=whole")
 
     # 3. With each installed embedding model: the shipped convex weights against the fitted ones.
-    from lazymcp.semantic import EXTRAS, FLOOR, FUSION_WEIGHTS
+    from lazymcp.search.semantic import EXTRAS, FLOOR, FUSION_WEIGHTS
 
     rankers = embedders(bench, models)
     bench.features |= rankers
@@ -268,7 +268,7 @@ def fitted(
 
 def embedders(bench: Bench, models: Sequence[str]) -> dict[str, Ranker]:
     try:
-        from lazymcp.semantic import EmbeddingCache, EmbeddingRanker
+        from lazymcp.search.semantic import EmbeddingCache, EmbeddingRanker
     except ImportError as exc:
         print(f"skipping the embedding models: {exc}", file=sys.stderr)
         return {}

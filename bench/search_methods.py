@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from lazymcp.search import Ranker
+from lazymcp.search.index import Ranker
 
 KINDS = ("direct", "ambiguous-server", "multi", "foreign", "vocab")
 METRICS = ("recall@1", "recall@5", "recall@10", "hit@5", "mrr")
@@ -205,7 +205,7 @@ def cross_validate_fitted(
 
 def encoders(models: Sequence[str]) -> dict[str, Any]:
     """Each of ``models`` whose extra is installed, loaded; the others skipped with a line on stderr."""
-    from lazymcp.semantic import load_encoder
+    from lazymcp.search.semantic import load_encoder
 
     found: dict[str, Any] = {}
     for model in models:

@@ -3,7 +3,7 @@
 - plain: a lowlevel ``mcp.server.Server`` whose ``on_list_tools`` returns the same tools as
   ``types.Tool`` models, built once up front (the cheapest handler a server can have), so what it
   costs per request is the SDK's own work: dump, validate and sieve the listing for the wire.
-- lazy: ``lazymcp.serve.build_server(tools)``, the same tools served lazily.
+- lazy: ``lazymcp.run.serve.build_server(tools)``, the same tools served lazily.
 
 As a subprocess: ``python -m bench.servers plain|lazy (--synthetic N [--seed S] | --catalog FILE)``.
 Catalog files are served as ``bench.common.servable`` makes them (both kinds alike).
@@ -20,9 +20,9 @@ import mcp_types as types
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 
-from lazymcp.messages import Tool
-from lazymcp.sample import synthetic_tools
-from lazymcp.serve import build_server, load_tools, serve_stdio
+from lazymcp.protocol.messages import Tool
+from lazymcp.run.serve import build_server, load_tools, serve_stdio
+from lazymcp.tools.sample import synthetic_tools
 
 KINDS = ("plain", "lazy")
 

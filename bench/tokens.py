@@ -1,6 +1,6 @@
 """Section 1, tokens and bytes: what each listing mode puts in a model's context (exact, deterministic).
 
-Counts are ``lazymcp.tokens.Size.of``: the compact JSON of the value, cl100k_base tokens (offline
+Counts are ``lazymcp.tools.tokens.Size.of``: the compact JSON of the value, cl100k_base tokens (offline
 copy), so they match ``lazymcp stats`` and the catalogs' README. The listings are what a lazy server
 serves, taken from ``Catalog.page`` with the default options (one page, 80-character summaries).
 """
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.common import Config, Source, Table, pct, real_catalogs, seeded_sample, synthetic, times
-from lazymcp.catalog import Catalog
-from lazymcp.messages import Detail, Shape, Tool
-from lazymcp.methods import Caller, list_tools
-from lazymcp.tokens import ListingSize, Size
+from lazymcp.protocol.messages import Detail, Shape, Tool
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.methods import Caller, list_tools
+from lazymcp.tools.tokens import ListingSize, Size
 
 SESSION_DESCRIBES = 3
 """A typical session: the bare listing, then the full definitions of this many tools."""

@@ -8,12 +8,13 @@ working: they get valid MCP plus a ``describe_tools`` meta-tool. See spec/lazy-t
 
 import typing as _typing
 
-from lazymcp.catalog import Catalog
-from lazymcp.errors import CatalogError, ErrorCode, InvalidParams, LazyMCPError, UnknownTool, UpstreamError
-from lazymcp.messages import EXT_ID
-from lazymcp.options import Options
-from lazymcp.stubs import summarize
-from lazymcp.tokens import count_tokens
+from lazymcp.protocol.errors import CatalogError, ErrorCode, InvalidParams, LazyMCPError, UnknownTool, UpstreamError
+from lazymcp.protocol.messages import EXT_ID
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.metadata import load_metadata, tool_meta
+from lazymcp.tools.stubs import summarize
+from lazymcp.tools.tokens import count_tokens
 from lazymcp.version import __version__
 
 if _typing.TYPE_CHECKING:
@@ -50,5 +51,7 @@ __all__ = [
     "__version__",
     "count_tokens",
     "lazify",
+    "load_metadata",
     "summarize",
+    "tool_meta",
 ]

@@ -4,7 +4,7 @@ It lists stubs, fetches full definitions only for the tools it needs, and calls 
 from its stub. Against a server without the extension it still works: it computes the stubs itself
 from the full listing, so code written for lazy servers runs against any server.
 
-It keeps described tools on disk by digest (``lazymcp.toolcache``): at the start of a session it reads
+It keeps described tools on disk by digest (``lazymcp.tools.toolcache``): at the start of a session it reads
 the server's ``tools/manifest`` (spec/lazy-tools.md §18), and describing a tool whose digest it holds
 sends no request. ``notifications/tools/list_changed`` makes it read the manifest again before the next
 describe.
@@ -32,10 +32,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from lazymcp import sdk_private
-from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, DRAFT_DESCRIBE, EXT_ID, MANIFEST, Detail, Tool, ToolStub
-from lazymcp.paging import Pages, PagingError
-from lazymcp.stubs import DEFAULT_SUMMARY_CHARS, make_stub
-from lazymcp.toolcache import ToolCache
+from lazymcp.protocol.messages import DESCRIBE, DESCRIBE_BATCH, DRAFT_DESCRIBE, EXT_ID, MANIFEST, Detail, Tool, ToolStub
+from lazymcp.protocol.paging import Pages, PagingError
+from lazymcp.tools.stubs import DEFAULT_SUMMARY_CHARS, make_stub
+from lazymcp.tools.toolcache import ToolCache
 
 
 async def raw_request(session: ClientSession, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ in ``lazymcp.sdk_private``.
 
 How it hooks in, and why:
 
-- Every ``tools/*`` request goes to ``lazymcp.methods.dispatch`` (the same door as the proxy's) from a
+- Every ``tools/*`` request goes to ``lazymcp.surfaces.methods.dispatch`` (the same door as the proxy's) from a
   server middleware. An answer never calls the rest of the chain: the SDK's own path validates and
   serializes every tool (about 120 ms for 1,000 tools) and its result validation refuses stubs, so
   lazy listings come precomputed from the ``Catalog``, enveloped for 2026-07-28 by the dispatcher.
@@ -47,15 +47,15 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from lazymcp import sdk_private
-from lazymcp.bridge import Envelope
-from lazymcp.catalog import Catalog
-from lazymcp.errors import CatalogError, LazyMCPError
-from lazymcp.messages import EXT_ID, Tool
-from lazymcp.metadata import Metadata, check_author_summaries, parse_metadata
-from lazymcp.methods import METHODS, NEW_METHODS, Answer, Caller, Run, advertise, declares, dispatch
-from lazymcp.modes import DynamicSession, check_configuration
-from lazymcp.options import Options
-from lazymcp.paging import Pages, PagingError
+from lazymcp.protocol.bridge import Envelope
+from lazymcp.protocol.errors import CatalogError, LazyMCPError
+from lazymcp.protocol.messages import EXT_ID, Tool
+from lazymcp.protocol.paging import Pages, PagingError
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.methods import METHODS, NEW_METHODS, Answer, Caller, Run, advertise, declares, dispatch
+from lazymcp.surfaces.modes import DynamicSession, check_configuration
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.metadata import Metadata, check_author_summaries, parse_metadata
 
 logger = logging.getLogger(__name__)
 

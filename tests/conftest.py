@@ -156,7 +156,7 @@ async def serving(app: Any, port: int, within: float = 30) -> AsyncGenerator[str
 
 @asynccontextmanager
 async def lazy_http_server(lazy: Any, *, stateless: bool, within: float = 15.0) -> AsyncGenerator[str]:
-    """``lazymcp.serve.serve_http(lazy, ...)`` (``lazy``: a ``LazyTools``) in this task group, up within
+    """``lazymcp.run.serve.serve_http(lazy, ...)`` (``lazy``: a ``LazyTools``) in this task group, up within
     ``within`` seconds; yields the ``/mcp`` URL.
 
     ``serve_http`` keeps its ``uvicorn.Server`` to itself, so the class is swapped for a subclass that
@@ -168,7 +168,7 @@ async def lazy_http_server(lazy: Any, *, stateless: bool, within: float = 15.0) 
 
     import uvicorn
 
-    from lazymcp.serve import serve_http
+    from lazymcp.run.serve import serve_http
 
     port = free_port()
     servers: list[uvicorn.Server] = []

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from lazymcp.core.actions import Fail, ToClient, ToServer
+from lazymcp.core.entries import ServerEntry
 from lazymcp.core.proxy import Proxy
-from lazymcp.entries import ServerEntry
-from lazymcp.options import Options
+from lazymcp.surfaces.options import Options
 
 UPSTREAM = "upstream"
 

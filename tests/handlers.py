@@ -1,13 +1,13 @@
-"""The ``tools/*`` handlers as the pure-core tests call them: through ``lazymcp.methods.dispatch``, unwrapped."""
+"""The ``tools/*`` handlers as the pure-core tests call them: through ``methods.dispatch``, unwrapped."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from lazymcp.catalog import Catalog
-from lazymcp.messages import Shape
-from lazymcp.methods import Answer, Caller, ListRequest, Run, dispatch
-from lazymcp.modes import DynamicSession
+from lazymcp.protocol.messages import Shape
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.methods import Answer, Caller, ListRequest, Run, dispatch
+from lazymcp.surfaces.modes import DynamicSession
 
 
 def _result(outcome: object) -> dict[str, Any]:

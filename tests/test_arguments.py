@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazymcp.arguments import check_arguments, compile_validator, without_nulls
-from lazymcp.catalog import Catalog
-from lazymcp.modes import check_call
+from lazymcp.surfaces.arguments import check_arguments, compile_validator, without_nulls
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.modes import check_call
 
 from .conftest import shared_catalog
 

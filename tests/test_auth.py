@@ -19,11 +19,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lazymcp.access import Access, open_access, token_access
-from lazymcp.auth import access_from, default_resource
-from lazymcp.claims import read_introspection
-from lazymcp.errors import ConfigError
-from lazymcp.oauth import metadata_urls, oauth_access
+from lazymcp.access.auth import access_from, default_resource
+from lazymcp.access.bearer import Access, open_access, token_access
+from lazymcp.access.claims import read_introspection
+from lazymcp.access.oauth import metadata_urls, oauth_access
+from lazymcp.protocol.errors import ConfigError
 
 from .conftest import free_port, serving
 from .servers.issuer import CLIENT_ID, CLIENT_SECRET, ELSEWHERE, SCOPE, Issuer, running_issuer

@@ -19,8 +19,8 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from lazymcp.core.actions import ToClient, ToServer
 from lazymcp.core.proxy import Proxy
-from lazymcp.limits import DropOldest
-from lazymcp.options import Options
+from lazymcp.protocol.limits import DropOldest
+from lazymcp.surfaces.options import Options
 
 from .conftest import SERVERS, exited, free_port, until, until_listening
 from .cores import UPSTREAM, proxy_core, wire

@@ -11,10 +11,10 @@ import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
-from lazymcp.catalog import RECENT, Catalog
-from lazymcp.errors import CatalogError, ErrorCode, InvalidParams
-from lazymcp.options import Options
-from lazymcp.packed import Packed, pack
+from lazymcp.protocol.errors import CatalogError, ErrorCode, InvalidParams
+from lazymcp.surfaces.catalog import RECENT, Catalog
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.packed import Packed, pack
 from tests.conftest import SMALL_TOOLS, SPEC, shared_catalog
 
 SHAPES = ("full", "bare", "stock")

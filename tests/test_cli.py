@@ -248,7 +248,7 @@ def test_the_proxy_says_it_is_waiting_for_a_slow_upstream() -> None:
 def test_serve_says_one_start_up_line_and_log_level_warning_silences_it() -> None:
     import sys
 
-    from lazymcp.search import describe_ranker
+    from lazymcp.search.index import describe_ranker
 
     _, err = converse([sys.executable, "-m", "lazymcp", "serve", "--mode", "eager"])
     assert err.splitlines() == [

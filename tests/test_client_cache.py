@@ -1,4 +1,4 @@
-"""``LazyClient``'s tools kept on disk by digest (``lazymcp.toolcache``, spec/lazy-tools.md §18): a second
+"""``LazyClient``'s tools kept on disk by digest (``lazymcp.tools.toolcache``, spec/lazy-tools.md §18): a second
 session describes a kept tool without a request, a changed tool is described afresh, and nothing corrupt,
 planted or out of bounds in the cache directory is ever served."""
 
@@ -18,9 +18,9 @@ import mcp_types as types
 import pytest
 
 from lazymcp.client import LazyClient
-from lazymcp.digests import Digest, canonical
-from lazymcp.serve import build_server
-from lazymcp.toolcache import ToolCache
+from lazymcp.run.serve import build_server
+from lazymcp.tools.digests import Digest, canonical
+from lazymcp.tools.toolcache import ToolCache
 
 from .conftest import ERAS, SMALL_TOOLS, lazy_http_server, shared_catalog
 

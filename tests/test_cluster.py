@@ -18,7 +18,7 @@ import anyio
 import httpx2
 import pytest
 
-from lazymcp.limits import Limits
+from lazymcp.protocol.limits import Limits
 from lazymcp.run.cluster import PREFIX, SESSION_TTL
 from lazymcp.run.forward import FORWARDED_HEADER
 from lazymcp.run.http_front import HttpFront
@@ -537,14 +537,14 @@ def test_a_principal_hash_is_what_its_equality_compares_and_the_same_in_every_pr
     this process and a fresh one (set order and ``repr`` vary between processes); another subject does not."""
     import subprocess
 
-    from lazymcp.policy import Principal
+    from lazymcp.access.policy import Principal
     from lazymcp.run.cluster import principal_hash
 
     ada = Principal(client="c", issuer="i", subject="ada", scopes=frozenset({"read", "write", "x"}), claims={"exp": 1})
     renewed = Principal(client="c", issuer="i", subject="ada", scopes=frozenset({"x", "write", "read"}), claims={})
     bob = Principal(client="c", issuer="i", subject="bob", scopes=frozenset({"read", "write", "x"}))
     code = (
-        "from lazymcp.policy import Principal; from lazymcp.run.cluster import principal_hash; "
+        "from lazymcp.access.policy import Principal; from lazymcp.run.cluster import principal_hash; "
         "print(principal_hash(Principal(client='c', issuer='i', subject='ada', "
         "scopes=frozenset({'read', 'write', 'x'}))))"
     )
@@ -577,7 +577,7 @@ class _Pipe:
 async def test_a_server_announcing_changes_in_a_loop_costs_one_message_per_interval_and_its_last_is_sent(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from lazymcp.entries import ServerEntry
+    from lazymcp.core.entries import ServerEntry
     from lazymcp.run import cluster_lists
     from lazymcp.run.cluster_lists import SharedLists, entry_key
 

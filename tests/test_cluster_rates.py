@@ -14,7 +14,7 @@ import anyio
 import httpx2
 import pytest
 
-from lazymcp.ratelimit import Rate
+from lazymcp.access.ratelimit import Rate
 from lazymcp.run.cluster import REDIS_ERRORS, connect
 from lazymcp.run.cluster_rates import PREFIX, SharedCounter
 

@@ -38,7 +38,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from lazymcp.client import raw_request
-from lazymcp.digests import Digest
+from lazymcp.tools.digests import Digest
 
 from .conftest import EXT_ID, free_port, initialize_request
 from .interop.conformance_server import JSON_SCHEMA_TOOL_INPUT

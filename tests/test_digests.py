@@ -12,14 +12,14 @@ import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
-from lazymcp.bridge import Envelope
-from lazymcp.catalog import Catalog
-from lazymcp.digests import Digest, canonical, well_formed
-from lazymcp.errors import ErrorCode, InvalidParams
-from lazymcp.messages import DRAFT_DESCRIBE, DRAFT_MIN_NAMES, MANIFEST
-from lazymcp.methods import METHODS, NEW_METHODS, Answer, Caller, advertise, dispatch, most_names
-from lazymcp.options import Options
-from lazymcp.packed import Packed
+from lazymcp.protocol.bridge import Envelope
+from lazymcp.protocol.errors import ErrorCode, InvalidParams
+from lazymcp.protocol.messages import DRAFT_DESCRIBE, DRAFT_MIN_NAMES, MANIFEST
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.methods import METHODS, NEW_METHODS, Answer, Caller, advertise, dispatch, most_names
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.digests import Digest, canonical, well_formed
+from lazymcp.tools.packed import Packed
 from tests.conftest import SMALL_TOOLS, SPEC, shared_catalog
 
 ERROR_SCHEMA = Draft202012Validator(json.loads((SPEC / "schema" / "error-invalid-params.json").read_text()))

@@ -16,13 +16,13 @@ import anyio
 import orjson
 import pytest
 
-from lazymcp import jsonrpc
-from lazymcp.entries import ServerEntry
+from lazymcp.core.entries import ServerEntry
 from lazymcp.gateway.front import Gateway
-from lazymcp.jsonrpc import Frame
-from lazymcp.options import Options
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.run.driver import Driver
 from lazymcp.run.wire import sdk_serializer
+from lazymcp.surfaces.options import Options
 
 SERVERS = Path(__file__).with_name("servers")
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "counting", "version": "1"}}

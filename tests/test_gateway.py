@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 
 from lazymcp.cli import main
 from lazymcp.client import LazyClient, raw_request
-from lazymcp.errors import ErrorCode
+from lazymcp.protocol.errors import ErrorCode
 
 from .conftest import NPM_CACHE, ROOT, STOCK_METAS, npm_install
 from .raw import hostile

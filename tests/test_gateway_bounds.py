@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from lazymcp.limits import MAX_ASKED, REFETCH_EVERY
+from lazymcp.protocol.limits import MAX_ASKED, REFETCH_EVERY
 
 from .conftest import exited, free_port
 from .raw import (

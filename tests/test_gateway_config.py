@@ -9,15 +9,15 @@ import pytest
 
 from lazymcp.cli import main
 from lazymcp.core.actions import Start, Stop, ToClient, ToServer
-from lazymcp.errors import ConfigError
 from lazymcp.gateway.config import parse_config
 from lazymcp.gateway.front import Gateway
 from lazymcp.gateway.namespace import Namespace, check_server_name
-from lazymcp.jsonrpc import notification_line, parse, request_line, result_line
-from lazymcp.manifest import Manifest
-from lazymcp.options import Options
-from lazymcp.packed import Packed
+from lazymcp.protocol.errors import ConfigError
+from lazymcp.protocol.jsonrpc import notification_line, parse, request_line, result_line
 from lazymcp.run.manifests import ManifestStore
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.manifest import Manifest
+from lazymcp.tools.packed import Packed
 
 
 def test_claude_desktop_and_vscode_files_read_to_the_same_servers() -> None:

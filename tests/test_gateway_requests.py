@@ -13,12 +13,12 @@ from typing import Any
 import anyio
 import pytest
 
-from lazymcp.entries import ServerEntry
+from lazymcp.core.entries import ServerEntry
 from lazymcp.gateway.front import Gateway
-from lazymcp.jsonrpc import Frame
-from lazymcp.options import Options
+from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.run.driver import Driver
 from lazymcp.run.wire import sdk_serializer
+from lazymcp.surfaces.options import Options
 
 from .conftest import SERVERS, until
 from .raw import INIT, INITIALIZED, TIMEOUT, Peer, config_of, gateway, hostile, modern, request, tool_call

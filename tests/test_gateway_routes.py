@@ -17,9 +17,9 @@ from typing import Any
 import anyio
 import pytest
 
-from lazymcp.errors import ConfigError
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import LISTS, Passthrough
+from lazymcp.protocol.errors import ConfigError
 from lazymcp.run.gateway import read_config
 
 from .conftest import SERVERS

@@ -59,7 +59,7 @@ from bench.fuzz import (
     sdk_refuses,
 )
 from lazymcp import lazify
-from lazymcp.serve import build_server, serve_stdio
+from lazymcp.run.serve import build_server, serve_stdio
 
 INVALID_PARAMS = -32602
 PARSE_ERROR = -32700

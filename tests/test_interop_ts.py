@@ -32,7 +32,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from lazymcp.client import raw_request
-from lazymcp.sample import sample_tools
+from lazymcp.tools.sample import sample_tools
 
 from .conftest import DEFAULT_SETTINGS, META_TOOL, SEARCH_TOOL, STOCK_STUB_KEYS, free_port
 from .interop.support import HOST, INTEROP, lazymcp, node, serving, ts_sdk_package

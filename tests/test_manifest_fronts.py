@@ -16,7 +16,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from lazymcp.client import LazyClient, raw_request
-from lazymcp.digests import Digest
+from lazymcp.tools.digests import Digest
 
 from .conftest import ERAS, SERVERS, SMALL_TOOLS, free_port
 from .raw import (

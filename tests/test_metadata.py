@@ -13,11 +13,11 @@ from mcp.client._memory import InMemoryTransport
 from mcp.server.mcpserver import MCPServer
 
 from lazymcp import EXT_ID, lazify
-from lazymcp.catalog import Catalog
-from lazymcp.errors import CatalogError
-from lazymcp.metadata import Metadata, derive_category, load_metadata, parse_metadata, tool_meta
-from lazymcp.methods import Answer
-from lazymcp.options import Options
+from lazymcp.protocol.errors import CatalogError
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.methods import Answer
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.metadata import Metadata, derive_category, load_metadata, parse_metadata, tool_meta
 
 from .conftest import ERAS
 from .handlers import call_tool, describe, list_tools
@@ -185,7 +185,7 @@ def test_a_metadata_file_that_cannot_be_read_is_a_clear_error(tmp_path: Path) ->
     ],
 )
 def test_metadata_naming_a_tool_or_category_the_server_lacks_fails_at_start_up(data: dict[str, Any]) -> None:
-    from lazymcp.modes import check_configuration
+    from lazymcp.surfaces.modes import check_configuration
 
     with pytest.raises(CatalogError) as caught:
         check_configuration(Catalog.build(TOOLS, Options(metadata=file_metadata(data))))

@@ -11,11 +11,11 @@ import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
-from lazymcp.catalog import Catalog
-from lazymcp.errors import ErrorCode, InvalidParams, UnknownTool
-from lazymcp.methods import ListRequest, parse_list_params, resolve_shape
-from lazymcp.modes import check_call
-from lazymcp.options import Options
+from lazymcp.protocol.errors import ErrorCode, InvalidParams, UnknownTool
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.methods import ListRequest, parse_list_params, resolve_shape
+from lazymcp.surfaces.modes import check_call
+from lazymcp.surfaces.options import Options
 from tests.conftest import SMALL_TOOLS, SPEC, shared_catalog
 
 from .handlers import call_meta_tool, describe, describe_batch

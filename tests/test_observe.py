@@ -293,7 +293,7 @@ def test_a_hop_ends_with_its_answer_or_its_servers_stop_and_a_closed_session_end
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from lazymcp.core.actions import Stop, ToClient, ToServer
-    from lazymcp.jsonrpc import Frame, params_meta, parse
+    from lazymcp.protocol.jsonrpc import Frame, params_meta, parse
     from lazymcp.run.traces import Traces
 
     memory, session = InMemorySpanExporter(), Session()

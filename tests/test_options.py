@@ -11,8 +11,8 @@ import pytest
 from lazymcp.cli import main
 from lazymcp.cli.commands import options_of
 from lazymcp.cli.flags import parser
-from lazymcp.errors import CatalogError
-from lazymcp.options import ALIASES, SETTINGS, Options
+from lazymcp.protocol.errors import CatalogError
+from lazymcp.surfaces.options import ALIASES, SETTINGS, Options
 
 from .conftest import ROOT, SMALL_TOOLS
 

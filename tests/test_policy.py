@@ -1,5 +1,5 @@
 """Which principal may use which tool: named tokens, the ``lazymcp.access`` policy and what it grants. The
-rules in ``lazymcp.policy``, a gateway core built for one grant, and real gateway processes over HTTP
+rules in ``lazymcp.access.policy``, a gateway core built for one grant, and real gateway processes over HTTP
 with the SDK client (two named tokens; OAuth principals told apart by scope at a real issuer)."""
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from lazymcp.access.policy import ANONYMOUS, NOTHING, Principal, check_policy, parse_policy, read_token_file
+from lazymcp.access.ratelimit import Limiter, MemoryCounter, Rate, parse_rate
 from lazymcp.cli import main
 from lazymcp.core.actions import ToClient
-from lazymcp.errors import ConfigError, ErrorCode
 from lazymcp.gateway.config import parse_config
 from lazymcp.gateway.front import Gateway
-from lazymcp.jsonrpc import parse, request_line
-from lazymcp.manifest import Manifest
-from lazymcp.policy import ANONYMOUS, NOTHING, Principal, check_policy, parse_policy, read_token_file
-from lazymcp.ratelimit import Limiter, MemoryCounter, Rate, parse_rate
+from lazymcp.protocol.errors import ConfigError, ErrorCode
+from lazymcp.protocol.jsonrpc import parse, request_line
+from lazymcp.tools.manifest import Manifest
 
 from .conftest import SERVERS, free_port, until
 from .raw import TIMEOUT, gateway, http, http_gateway, mcp_url, open_session, post, request, tool_call

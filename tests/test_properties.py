@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lazymcp.catalog import Catalog
-from lazymcp.errors import ErrorCode, InvalidParams
-from lazymcp.methods import parse_list_params
-from lazymcp.options import Options
-from lazymcp.stubs import make_stub, summarize
-from lazymcp.tokens import Size
+from lazymcp.protocol.errors import ErrorCode, InvalidParams
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.methods import parse_list_params
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.stubs import make_stub, summarize
+from lazymcp.tools.tokens import Size
 from tests.conftest import EXT_ID, SMALL_TOOLS, shared_catalog
 
 from .handlers import describe, describe_batch

@@ -327,7 +327,7 @@ def test_a_bridged_listen_stream_gets_the_upstreams_list_changed() -> None:
 
 
 def test_a_bridged_result_goes_through_the_2026_wire_model_of_the_proxys_router() -> None:
-    from lazymcp.limits import Limits
+    from lazymcp.protocol.limits import Limits
     from lazymcp.run.proxy import proxy_core as run_proxy_core
 
     router = run_proxy_core(["server"], None, Limits())

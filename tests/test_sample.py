@@ -1,4 +1,4 @@
-"""Tests for the sample and synthetic tool catalogs in lazymcp.sample."""
+"""Tests for the sample and synthetic tool catalogs in lazymcp.tools.sample."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import mcp_types
 import pytest
 from jsonschema import Draft202012Validator
 
-from lazymcp.sample import CATEGORIES, sample_tools, synthetic_tools
+from lazymcp.tools.sample import CATEGORIES, sample_tools, synthetic_tools
 
 from .conftest import EXT_ID
 

@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from lazymcp import EXT_ID, LazyClient, lazify
 from lazymcp.client import raw_request
-from lazymcp.serve import build_server
+from lazymcp.run.serve import build_server
 
 from .conftest import CALLS, ERAS, SPEC, STOCK_METAS, build_lazy, build_plain
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lazymcp.entries import ServerEntry
+from lazymcp.core.entries import ServerEntry
 from lazymcp.gateway.config import parse_config
 from lazymcp.run.manifests import ManifestStore
 

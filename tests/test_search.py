@@ -1,4 +1,4 @@
-"""Behaviour of lazymcp.search: the tool index behind ``search_tools``."""
+"""Behaviour of lazymcp.search.index: the tool index behind ``search_tools``."""
 
 from __future__ import annotations
 
@@ -7,19 +7,11 @@ from typing import Any
 
 import pytest
 
-from lazymcp import semantic
-from lazymcp.fusion import HybridRanker
-from lazymcp.search import (
-    MAX_QUERY_CHARS,
-    BM25Ranker,
-    Document,
-    Ranker,
-    SearchResult,
-    ToolIndex,
-    describe_ranker,
-)
-from lazymcp.serverrank import ServerRanker
-from lazymcp.terms import normalize_name, stem, tokenize
+from lazymcp.search import semantic
+from lazymcp.search.fusion import HybridRanker
+from lazymcp.search.index import MAX_QUERY_CHARS, BM25Ranker, Document, Ranker, SearchResult, ToolIndex, describe_ranker
+from lazymcp.search.serverrank import ServerRanker
+from lazymcp.search.terms import normalize_name, stem, tokenize
 from tests.conftest import EXT_ID, SHARED, SMALL_TOOLS, tool
 
 TOOLS: list[dict[str, Any]] = [

@@ -1,4 +1,4 @@
-"""Behaviour of lazymcp.semantic: embedding rankers, their fusion with BM25F, and the embedding cache."""
+"""Behaviour of lazymcp.search.semantic: embedding rankers, their fusion with BM25F, and the embedding cache."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from lazymcp.search import BM25Ranker, Document, ToolIndex, describe_ranker
+from lazymcp.search.index import BM25Ranker, Document, ToolIndex, describe_ranker
 
 from .conftest import tool
 
 np: Any = pytest.importorskip("numpy")
 
-from lazymcp.semantic import (  # noqa: E402  (numpy first: this module needs the semantic extra's numpy)
+from lazymcp.search.semantic import (  # noqa: E402  (numpy first: this module needs the semantic extra's numpy)
     E5_MODEL,
     EmbeddingCache,
     EmbeddingRanker,
@@ -251,7 +251,7 @@ def test_e5_hybrid_is_the_default_and_is_cached(tmp_path: Path, monkeypatch: pyt
 def test_the_cache_keeps_the_current_catalog_and_drops_the_oldest_others_past_its_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import lazymcp.semantic as semantic
+    import lazymcp.search.semantic as semantic
 
     monkeypatch.setattr(semantic, "MAX_CACHED", 4)
     vectors = {f"d{i}".encode(): i for i in range(8)}
@@ -264,7 +264,7 @@ def test_the_cache_keeps_the_current_catalog_and_drops_the_oldest_others_past_it
 def test_background_embeddings_take_turns_and_a_cheaper_model_goes_first(tmp_path: Path) -> None:
     import time
 
-    from lazymcp.semantic import TURNS
+    from lazymcp.search.semantic import TURNS
 
     calls: list[tuple[str, int]] = []
 

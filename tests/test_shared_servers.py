@@ -14,8 +14,8 @@ import anyio
 import httpx2
 import pytest
 
-from lazymcp.entries import ServerEntry
-from lazymcp.policy import Principal
+from lazymcp.access.policy import Principal
+from lazymcp.core.entries import ServerEntry
 from lazymcp.run.shared_servers import Lease, SharedServers
 
 from .conftest import ROOT, SERVERS, free_port, until
@@ -133,8 +133,8 @@ async def test_share_session_gives_each_session_its_own_process(tmp_path: Path) 
 
 @pytest.mark.anyio
 async def test_a_wrong_share_is_refused_in_one_line(tmp_path: Path) -> None:
-    from lazymcp.errors import ConfigError
     from lazymcp.gateway.config import parse_config
+    from lazymcp.protocol.errors import ConfigError
 
     with pytest.raises(ConfigError) as raised:
         parse_config({"mcpServers": {"p": {"command": "x", "share": "everyone"}}}, source="mcp.json")

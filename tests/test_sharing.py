@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from lazymcp.gateway.sharing import SERVER, Out, Sharing
-from lazymcp.jsonrpc import Frame
+from lazymcp.protocol.jsonrpc import Frame
 
 
 def req(request_id: object, method: str, params: dict[str, Any] | None = None) -> Frame:

@@ -1,5 +1,5 @@
-"""Multi-step requests (lazymcp.steps), the server ranker (lazymcp.serverrank) and the fusion they meet in
-(lazymcp.fusion), alone and through ``ToolIndex``."""
+"""Multi-step requests (lazymcp.search.steps), the server ranker (lazymcp.search.serverrank) and the fusion they meet in
+(lazymcp.search.fusion), alone and through ``ToolIndex``."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from lazymcp import steps
-from lazymcp.fusion import BM25F, SERVER, STDLIB_WEIGHTS, HybridRanker, fit, fused
-from lazymcp.ranking import BM25Ranker, Document
-from lazymcp.search import ToolIndex
-from lazymcp.serverrank import ServerRanker, server_of
+from lazymcp.search import steps
+from lazymcp.search.fusion import BM25F, SERVER, STDLIB_WEIGHTS, HybridRanker, fit, fused
+from lazymcp.search.index import ToolIndex
+from lazymcp.search.ranking import BM25Ranker, Document
+from lazymcp.search.serverrank import ServerRanker, server_of
 from tests.conftest import SERVERS, tool
 
 # --- splitting ---------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from lazymcp.stubs import make_stub, summarize
+from lazymcp.tools.stubs import make_stub, summarize
 from tests.conftest import EXT_ID, SPEC
 
 ELLIPSIS = "\u2026"

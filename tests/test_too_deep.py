@@ -134,8 +134,8 @@ def _ready_gateway() -> Any:
     the server's (it is started by a first call)."""
     from lazymcp.gateway.config import parse_config
     from lazymcp.gateway.front import Gateway
-    from lazymcp.jsonrpc import parse, request_line, result_line
-    from lazymcp.manifest import Manifest
+    from lazymcp.protocol.jsonrpc import parse, request_line, result_line
+    from lazymcp.tools.manifest import Manifest
 
     config = parse_config({"mcpServers": {"a": {"command": "x"}}})
     tool = {"name": "echo", "inputSchema": {"type": "object"}}
@@ -152,7 +152,7 @@ def _ready_gateway() -> Any:
 def _to_client(actions: list[Any]) -> list[dict[str, Any]]:
     """What the client reads of ``actions``, written as the stdio side writes them."""
     from lazymcp.core.actions import ToClient
-    from lazymcp.jsonrpc import line_of
+    from lazymcp.protocol.jsonrpc import line_of
 
     written = [line_of(action.frame) for action in actions if isinstance(action, ToClient)]
     return [json.loads(data) for data in written if data is not None]

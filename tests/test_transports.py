@@ -24,11 +24,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 
 from lazymcp.client import LazyClient, raw_request
-from lazymcp.messages import StockDefault
-from lazymcp.options import Options
-from lazymcp.sample import sample_tools
+from lazymcp.protocol.messages import StockDefault
+from lazymcp.run.serve import build_server, load_tools
 from lazymcp.sdk import LazyTools
-from lazymcp.serve import build_server, load_tools
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.sample import sample_tools
 
 from .conftest import (
     CATALOGS,

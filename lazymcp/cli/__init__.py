@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from lazymcp.cli import commands
 from lazymcp.cli.flags import parser
-from lazymcp.errors import LazyMCPError
-from lazymcp.notices import LEVELS, configure, describe_command, failure
+from lazymcp.protocol.errors import LazyMCPError
+from lazymcp.run.notices import LEVELS, configure, describe_command, failure
 
 __all__ = ["main"]
 

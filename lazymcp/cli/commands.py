@@ -14,15 +14,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from lazymcp.environment import TOKEN
-from lazymcp.errors import CatalogError, ConfigError
-from lazymcp.limits import DEFAULT_MAX_SESSIONS, Limits
-from lazymcp.messages import Mode
-from lazymcp.notices import expect_proxy, proxy_done, say, startup
-from lazymcp.options import SETTINGS, Options
+from lazymcp.local.environment import TOKEN
+from lazymcp.protocol.errors import CatalogError, ConfigError
+from lazymcp.protocol.limits import DEFAULT_MAX_SESSIONS, Limits
+from lazymcp.protocol.messages import Mode
+from lazymcp.run.notices import expect_proxy, proxy_done, say, startup
+from lazymcp.surfaces.options import SETTINGS, Options
 
 if TYPE_CHECKING:
-    from lazymcp.access import Access
+    from lazymcp.access.bearer import Access
 
 
 def options_of(args: argparse.Namespace) -> Options:
@@ -67,7 +67,7 @@ def can_listen(address: tuple[str, int] | None) -> None:
 
 
 def access_of(args: argparse.Namespace, *, required: bool = True) -> Access | None:
-    """With ``--http``: who may come in (``lazymcp.auth``); None on stdio, and, unless ``required``,
+    """With ``--http``: who may come in (``lazymcp.access.auth``); None on stdio, and, unless ``required``,
     when no flag names any (the proxy's front then lets everyone in, as it always did).
 
     Raises:
@@ -84,7 +84,7 @@ def access_of(args: argparse.Namespace, *, required: bool = True) -> Access | No
     given = token or args.oauth_issuer or args.oauth_resource or args.oauth_scope or args.oauth_introspection
     if not required and not given:
         return None
-    from lazymcp.auth import access_from  # loads the SDK: only for a front that checks who comes in
+    from lazymcp.access.auth import access_from  # loads the SDK: only for a front that checks who comes in
 
     return access_from(
         token,
@@ -115,7 +115,7 @@ def _token(path: str | None, command: str) -> list[tuple[str, str]] | None:
     Raises:
         ConfigError: the file cannot be read, holds no token, or a line is malformed.
     """
-    from lazymcp.policy import read_token_file
+    from lazymcp.access.policy import read_token_file
 
     if path is None:
         token = os.environ.get(TOKEN, "").strip()
@@ -134,15 +134,15 @@ def _token(path: str | None, command: str) -> list[tuple[str, str]] | None:
 
 
 def _catalog_tools(path: str | None) -> list[Any]:
-    from lazymcp.sample import sample_tools
-    from lazymcp.serve import load_tools
+    from lazymcp.run.serve import load_tools
+    from lazymcp.tools.sample import sample_tools
 
     return sample_tools() if path is None else load_tools(path)
 
 
 def serve(args: argparse.Namespace) -> int:
     """``lazymcp serve``: a lazy server over a catalog, on stdio or streamable HTTP."""
-    from lazymcp.serve import build_server, run
+    from lazymcp.run.serve import build_server, run
 
     can_listen(args.http)
     lazy = build_server(_catalog_tools(args.catalog), options_of(args))
@@ -224,7 +224,7 @@ def cluster_of(args: argparse.Namespace) -> tuple[str, str] | None:
     Raises:
         ConfigError: ``--redis`` without ``--http`` or ``--refresh``, or no address to advertise.
     """
-    from lazymcp.addresses import advertised
+    from lazymcp.local.addresses import advertised
 
     url = args.redis or os.environ.get("LAZYMCP_REDIS_URL") or None
     if url is None:
@@ -249,9 +249,9 @@ def stats(args: argparse.Namespace, command: list[str]) -> int:
     import orjson
     from mcp import StdioServerParameters
 
+    from lazymcp.run.serve import build_server
+    from lazymcp.run.stats import collect, render
     from lazymcp.sdk_private import memory_transport
-    from lazymcp.serve import build_server
-    from lazymcp.stats import collect, render
 
     options = options_of(args)
     target: Any
@@ -261,7 +261,7 @@ def stats(args: argparse.Namespace, command: list[str]) -> int:
         target = stock_target = args.url
     elif command:
         status = Path(tempfile.mkdtemp(prefix="lazymcp-stats-")) / "status"
-        wrapped = ["-m", "lazymcp.notices", str(status), *command]  # reports the server's exit status
+        wrapped = ["-m", "lazymcp.run.notices", str(status), *command]  # reports the server's exit status
         target = stock_target = StdioServerParameters(command=sys.executable, args=wrapped, env=dict(os.environ))
     else:
         server = build_server(_catalog_tools(args.catalog), options).server

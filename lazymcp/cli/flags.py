@@ -10,12 +10,12 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from lazymcp.errors import ConfigError
-from lazymcp.limits import FIRST_LIST_WAIT
-from lazymcp.messages import MODES
-from lazymcp.notices import LEVELS
-from lazymcp.options import SETTINGS, Setting
-from lazymcp.ratelimit import Rate, parse_rate
+from lazymcp.access.ratelimit import Rate, parse_rate
+from lazymcp.protocol.errors import ConfigError
+from lazymcp.protocol.limits import FIRST_LIST_WAIT
+from lazymcp.protocol.messages import MODES
+from lazymcp.run.notices import LEVELS
+from lazymcp.surfaces.options import SETTINGS, Setting
 
 GATEWAY_MODES = ("auto", *MODES)
 MAX_PORT = 65535
@@ -98,7 +98,7 @@ def add_address_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_access_options(parser: argparse.ArgumentParser) -> None:
-    """Who may use the HTTP front (``lazymcp.auth``): a bearer token or an OAuth issuer's tokens."""
+    """Who may use the HTTP front (``lazymcp.access.auth``): a bearer token or an OAuth issuer's tokens."""
     parser.add_argument(
         "--token-file",
         metavar="FILE",

@@ -14,13 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lazymcp.jsonrpc import Frame
+from lazymcp.protocol.jsonrpc import Frame
 
 if TYPE_CHECKING:
-    from lazymcp.catalog import Catalog
-    from lazymcp.entries import ServerEntry
-    from lazymcp.manifest import Listed
-    from lazymcp.messages import Tool
+    from lazymcp.core.entries import ServerEntry
+    from lazymcp.protocol.messages import Tool
+    from lazymcp.surfaces.catalog import Catalog
+    from lazymcp.tools.manifest import Listed
 
 
 @dataclass(frozen=True, slots=True)

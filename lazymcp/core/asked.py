@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lazymcp.jsonrpc import RequestId, id_key
+from lazymcp.protocol.jsonrpc import RequestId, id_key
 
 PREFIX = "lazymcp-gateway-"
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from lazymcp import jsonrpc
-from lazymcp.catalog import Catalog
-from lazymcp.errors import CatalogError, ErrorCode
-from lazymcp.jsonrpc import Message
-from lazymcp.limits import REFETCH_EVERY
-from lazymcp.messages import Tool
-from lazymcp.modes import check_configuration
-from lazymcp.options import Options
-from lazymcp.paging import Pages, PagingError
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.errors import CatalogError, ErrorCode
+from lazymcp.protocol.jsonrpc import Message
+from lazymcp.protocol.limits import REFETCH_EVERY
+from lazymcp.protocol.messages import Tool
+from lazymcp.protocol.paging import Pages, PagingError
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.modes import check_configuration
+from lazymcp.surfaces.options import Options
 
 
 @dataclass(frozen=True, slots=True)

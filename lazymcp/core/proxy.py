@@ -9,7 +9,7 @@ what the client gets.
   completions, logging, progress, cancellation, the client's own handshake, and requests the server
   sends the client (sampling, elicitation, roots) with their answers. The ``initialize`` (and
   ``server/discover``) result gains the extension's advertisement.
-- Every ``tools/*`` request goes to ``lazymcp.methods.dispatch`` (the same door as the SDK adapter's and
+- Every ``tools/*`` request goes to ``lazymcp.surfaces.methods.dispatch`` (the same door as the SDK adapter's and
   the gateway's) over the catalog of the server's own tools. What it answers goes to the client; a call
   it leaves to the server goes upstream as it came, or as the real tool's call (``invoke_tool``, same
   id). A ``dynamic`` session is the client session's; a change to its tools is announced with
@@ -18,7 +18,7 @@ what the client gets.
 - Eras. The client's era is learnt from its first messages, the server's from its answer to
   ``server/discover``. When a 2026-07-28 client meets a 2025-11-25-only server, the proxy bridges: it
   performs the server's handshake itself, strips the request envelope on the way up, shapes results as
-  a 2026 server would on the way down (``lazymcp.bridge``), answers ``server/discover`` and
+  a 2026 server would on the way down (``lazymcp.protocol.bridge``), answers ``server/discover`` and
   ``subscriptions/listen`` itself, and turns the server's change notifications into events on the
   client's listen streams. Requests from the server cannot cross into 2026-07-28, where servers make
   none: they are refused.
@@ -32,19 +32,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from lazymcp import jsonrpc
-from lazymcp.bridge import LIST_CHANGED, Serializer, is_modern, legacy_params
-from lazymcp.catalog import Catalog
 from lazymcp.core.actions import Action, Fail, Ready, Say, Start, ToClient, ToServer
+from lazymcp.core.entries import ServerEntry
 from lazymcp.core.session import ClientSession
 from lazymcp.core.upstream import Asks, Broke, Event, Notice, Opened, Probed, Reply, Tools, Unlisted, Upstream
 from lazymcp.core.waits import Pending
-from lazymcp.entries import ServerEntry
-from lazymcp.errors import ErrorCode, LazyMCPError
-from lazymcp.jsonrpc import Frame, RequestId
-from lazymcp.limits import CLIENT_TIMEOUT, DEFAULT_TIMEOUT
-from lazymcp.methods import METHODS, Answer, Run, advertise, dispatch
-from lazymcp.options import Options
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.bridge import LIST_CHANGED, Serializer, is_modern, legacy_params
+from lazymcp.protocol.errors import ErrorCode, LazyMCPError
+from lazymcp.protocol.jsonrpc import Frame, RequestId
+from lazymcp.protocol.limits import CLIENT_TIMEOUT, DEFAULT_TIMEOUT
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.methods import METHODS, Answer, Run, advertise, dispatch
+from lazymcp.surfaces.options import Options
 
 TOOL_METHODS = frozenset(METHODS)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from lazymcp.jsonrpc import Frame
+from lazymcp.protocol.jsonrpc import Frame
 
 RELIST_WAIT: Final = 0.75
 """Seconds an answer waits at most for the client's re-list (the driver looks every 0.25 s: under 1 s)."""

@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from lazymcp import jsonrpc
-from lazymcp.bridge import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LEGACY, Bridge, Envelope, Serializer, meta
 from lazymcp.core.asked import Asked
 from lazymcp.core.relist import Relist
-from lazymcp.jsonrpc import Frame, id_key
-from lazymcp.metacalls import DynamicSession
-from lazymcp.methods import Caller, declares
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.bridge import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LEGACY, Bridge, Envelope, Serializer, meta
+from lazymcp.protocol.jsonrpc import Frame, id_key
+from lazymcp.surfaces.metacalls import DynamicSession
+from lazymcp.surfaces.methods import Caller, declares
 
 Era = Literal["legacy", "modern"]
 
@@ -124,7 +124,7 @@ class ClientSession:
         return self.record.declared
 
     def caller(self, params: Mapping[str, Any], *, modern: bool, dynamic: bool, envelope: Envelope) -> Caller:
-        """How ``lazymcp.methods.dispatch`` sees one request of this client: a 2026 one enveloped and
+        """How ``lazymcp.surfaces.methods.dispatch`` sees one request of this client: a 2026 one enveloped and
         without a session (2026-07-28 has none), a 2025 one with its dynamic tools when ``dynamic``."""
         return Caller(
             declared=self.declared(params, modern),

@@ -30,8 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 from uuid import uuid4
 
-from lazymcp import jsonrpc
-from lazymcp.bridge import (
+from lazymcp.core.actions import Because, Carrying, Say, ToServer
+from lazymcp.core.fetch import Broken, UpstreamTools
+from lazymcp.core.waits import Pending, Waits
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.bridge import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     MODERN,
@@ -40,14 +43,11 @@ from lazymcp.bridge import (
     Envelope,
     meta,
 )
-from lazymcp.catalog import Catalog
-from lazymcp.core.actions import Because, Carrying, Say, ToServer
-from lazymcp.core.fetch import Broken, UpstreamTools
-from lazymcp.core.waits import Pending, Waits
-from lazymcp.errors import ErrorCode
-from lazymcp.jsonrpc import Frame, Message, NotJSONRPC, RequestId
-from lazymcp.limits import HELD_CHANGES, MAX_ASKED
-from lazymcp.options import Options
+from lazymcp.protocol.errors import ErrorCode
+from lazymcp.protocol.jsonrpc import Frame, Message, NotJSONRPC, RequestId
+from lazymcp.protocol.limits import HELD_CHANGES, MAX_ASKED
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.options import Options
 
 Era = Literal["legacy", "modern"]
 

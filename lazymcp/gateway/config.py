@@ -12,16 +12,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
-from lazymcp.entries import ServerEntry
-from lazymcp.errors import CatalogError, ConfigError
-from lazymcp.files import read_json
+from lazymcp.access.policy import Policy, parse_policy
+from lazymcp.access.ratelimit import parse_rate
+from lazymcp.core.entries import ServerEntry
 from lazymcp.gateway.env_file import read_env_file
 from lazymcp.gateway.variables import Variables, workspace_of
-from lazymcp.messages import SEPARATOR
-from lazymcp.metadata import ToolMeta, parse_metadata
-from lazymcp.names import one_edit_away
-from lazymcp.policy import Policy, parse_policy
-from lazymcp.ratelimit import parse_rate
+from lazymcp.local.files import read_json
+from lazymcp.protocol.errors import CatalogError, ConfigError
+from lazymcp.protocol.messages import SEPARATOR
+from lazymcp.protocol.names import one_edit_away
+from lazymcp.tools.metadata import ToolMeta, parse_metadata
 
 STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "envFile", "share"})
 REMOTE_KEYS = frozenset({"url", "headers"})
@@ -47,7 +47,7 @@ class GatewayConfig:
     source: str = "config"
     warnings: tuple[str, ...] = ()
     access: Policy | None = None
-    """Which principal may use which tool (``lazymcp.policy``); None: everyone, every tool."""
+    """Which principal may use which tool (``lazymcp.access.policy``); None: everyone, every tool."""
 
     @property
     def enabled(self) -> tuple[ServerEntry, ...]:

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Final
 
-from lazymcp.errors import ConfigError
+from lazymcp.protocol.errors import ConfigError
 
 MAX_ENV_FILE: Final = 1024 * 1024
 """Bytes of one ``envFile`` at most."""

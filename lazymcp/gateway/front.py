@@ -5,7 +5,7 @@ actions (``lazymcp.core.actions``); the driver carries them out. The servers' li
 ``lazymcp.gateway.servers``'s; this front decides what the client gets.
 
 - The gateway is the client's one server: it answers ``initialize``, ``ping`` and every ``tools/*``
-  request itself, through ``lazymcp.methods.dispatch`` over one ``Catalog`` of every server's tools
+  request itself, through ``lazymcp.surfaces.methods.dispatch`` over one ``Catalog`` of every server's tools
   named ``<server><separator><tool>`` (``lazymcp.gateway.namespace``). A call the catalog leaves to a
   server goes to it as the server's own ``tools/call`` under the client's id; its answer comes back as
   it came.
@@ -34,14 +34,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from lazymcp import jsonrpc
-from lazymcp.bridge import Envelope, Serializer, is_modern, legacy_params
-from lazymcp.catalog import Catalog
+from lazymcp.access.policy import ANONYMOUS, Grant, Principal
+from lazymcp.access.ratelimit import Limited, Limiter
 from lazymcp.core.actions import Action, Called, Save, Say, Stop, ToClient
+from lazymcp.core.entries import ServerEntry
 from lazymcp.core.session import ClientSession
 from lazymcp.core.upstream import Asks, Notice, Reply, Tools
-from lazymcp.entries import ServerEntry
-from lazymcp.errors import ConfigError, ErrorCode, LazyMCPError
 from lazymcp.gateway.handshake import LATEST, Handshakes
 from lazymcp.gateway.merged import DEFAULT_BUDGET, Merged, Seed
 from lazymcp.gateway.namespace import MAX_TOOL_NAME, Namespace
@@ -50,15 +48,17 @@ from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
 from lazymcp.gateway.progress import StartUp
 from lazymcp.gateway.relay import Relay
 from lazymcp.gateway.servers import STALE, Down, Happened, Heard, Servers
-from lazymcp.jsonrpc import Frame, RequestId
-from lazymcp.limits import CLIENT_TIMEOUT, FIRST_LIST_WAIT
-from lazymcp.manifest import Manifest
-from lazymcp.messages import SEPARATOR, Tool
-from lazymcp.metatools import BY_NAME
-from lazymcp.methods import METHODS, Answer
-from lazymcp.options import Options
-from lazymcp.policy import ANONYMOUS, Grant, Principal
-from lazymcp.ratelimit import Limited, Limiter
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.bridge import Envelope, Serializer, is_modern, legacy_params
+from lazymcp.protocol.errors import ConfigError, ErrorCode, LazyMCPError
+from lazymcp.protocol.jsonrpc import Frame, RequestId
+from lazymcp.protocol.limits import CLIENT_TIMEOUT, FIRST_LIST_WAIT
+from lazymcp.protocol.messages import SEPARATOR, Tool
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.metatools import BY_NAME
+from lazymcp.surfaces.methods import METHODS, Answer
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.manifest import Manifest
 
 LIST_CHANGED_TOOLS = Frame({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 
@@ -126,11 +126,11 @@ class Gateway:
     first_list_wait: float | None = FIRST_LIST_WAIT
     """Seconds a ``tools/*`` request waits for the first lists of starting servers (None: no bound but theirs)."""
     grant: Grant | None = None
-    """The tools this session's principal may use (``lazymcp.policy``): the only ones it sees; None: all."""
+    """The tools this session's principal may use (``lazymcp.access.policy``): the only ones it sees; None: all."""
     principal: Principal = ANONYMOUS
     """Who this session serves."""
     limiter: Limiter | None = None
-    """The rate limits its calls count against (``lazymcp.ratelimit``), shared by every session; None: none."""
+    """The rate limits its calls count against (``lazymcp.access.ratelimit``), shared by every session; None: none."""
     observe: bool = False
     """Report each answered ``tools/call`` (``Called``: the audit line, the metrics)."""
     _started: dict[tuple[str, object], tuple[str, str, float, str | None]] = field(

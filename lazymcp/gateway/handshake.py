@@ -10,10 +10,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
-from lazymcp.entries import ServerEntry
-from lazymcp.jsonrpc import Frame
-from lazymcp.methods import advertise
-from lazymcp.options import Options
+from lazymcp.core.entries import ServerEntry
+from lazymcp.protocol.jsonrpc import Frame
+from lazymcp.surfaces.methods import advertise
+from lazymcp.surfaces.options import Options
 
 LATEST: Final = "2025-11-25"
 SUPPORTED: Final = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", LATEST})

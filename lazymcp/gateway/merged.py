@@ -2,7 +2,7 @@
 descriptions and per-tool metadata of the configuration, and the mode ``auto`` picks by budget.
 
 ``Merged`` holds a session's catalog, builds it again when a server's tools change, and is the door of
-its ``tools/*`` requests: answered through ``lazymcp.methods.dispatch``, or ``Routed`` to a server.
+its ``tools/*`` requests: answered through ``lazymcp.surfaces.methods.dispatch``, or ``Routed`` to a server.
 """
 
 from __future__ import annotations
@@ -13,19 +13,19 @@ from typing import Any, cast
 
 import orjson
 
-from lazymcp import jsonrpc
-from lazymcp.catalog import Catalog
-from lazymcp.entries import ServerEntry
+from lazymcp.access.policy import Grant
+from lazymcp.core.entries import ServerEntry
 from lazymcp.gateway.config import tool_meta
 from lazymcp.gateway.namespace import Namespace
-from lazymcp.messages import DESCRIBE, DESCRIBE_BATCH, Mode, Tool
-from lazymcp.metacalls import unknown_tool
-from lazymcp.metadata import Metadata, ToolMeta
-from lazymcp.metatools import DESCRIBE_TOOLS
-from lazymcp.methods import Answer, Caller, Run, dispatch, enveloped
-from lazymcp.options import Options
-from lazymcp.packed import Packed, pack
-from lazymcp.policy import Grant
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.messages import DESCRIBE, DESCRIBE_BATCH, Mode, Tool
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.metacalls import unknown_tool
+from lazymcp.surfaces.metatools import DESCRIBE_TOOLS
+from lazymcp.surfaces.methods import Answer, Caller, Run, dispatch, enveloped
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.metadata import Metadata, ToolMeta
+from lazymcp.tools.packed import Packed, pack
 
 GATEWAY_META = "io.lazymcp/gateway"
 """The ``_meta`` key under which a described tool of a failed server carries ``{"unavailable": reason}``."""
@@ -49,7 +49,7 @@ def merged_catalog(
     each tool is renamed and encoded one at a time, so a manifest's tools are never all decoded at once,
     and a manifest then reads its tools from the catalog's JSON.
 
-    ``grant`` (``lazymcp.policy``): only the tools it allows are in the catalog and in ``names``, and
+    ``grant`` (``lazymcp.access.policy``): only the tools it allows are in the catalog and in ``names``, and
     only they are named as related tools; None: every tool.
 
     Raises:
@@ -107,7 +107,7 @@ def _granted(metas: Mapping[str, ToolMeta], grant: Grant | None) -> Mapping[str,
 def auto_mode(catalog: Catalog, budget: int, *, core: bool) -> Mode:
     """``describe`` while a stock client's stub listing fits ``budget`` tokens; else ``core`` (when some
     server is not deferred) or ``proxy``."""
-    from lazymcp.tokens import Size
+    from lazymcp.tools.tokens import Size
 
     if Size.of(catalog.listing("stock", "summary")).tokens <= budget:
         return "describe"
@@ -170,7 +170,7 @@ class Seed:
     catalog: Catalog
     names: Namespace
     grant: Grant | None = None
-    """The grant its tools were chosen by (``lazymcp.policy``); None: every tool."""
+    """The grant its tools were chosen by (``lazymcp.access.policy``); None: every tool."""
 
 
 @dataclass(slots=True)
@@ -196,7 +196,7 @@ class Merged:
     names: Namespace = field(init=False)
     seed: Seed | None = None
     grant: Grant | None = None
-    """Only the tools it allows are in the catalog (``lazymcp.policy``); None: every tool."""
+    """Only the tools it allows are in the catalog (``lazymcp.access.policy``); None: every tool."""
 
     def build(self, servers: Sequence[tuple[ServerEntry, Sequence[Tool]]], key: tuple[tuple[object, ...], ...]) -> None:
         """The catalog of ``servers``; ``seed``'s when it was built from the same manifests (``key``).

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from lazymcp.errors import ConfigError
-from lazymcp.messages import SEPARATOR
+from lazymcp.protocol.errors import ConfigError
+from lazymcp.protocol.messages import SEPARATOR
 
 MAX_TOOL_NAME = 128
 _ALLOWED = re.compile(r"[A-Za-z0-9_.\-]+")

@@ -19,10 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from lazymcp import jsonrpc
-from lazymcp.errors import ErrorCode
 from lazymcp.gateway.namespace import Namespace
-from lazymcp.jsonrpc import Message, RequestId
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.errors import ErrorCode
+from lazymcp.protocol.jsonrpc import Message, RequestId
 
 LISTS: Final = {
     "prompts/list": "prompts",

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from lazymcp import jsonrpc
-from lazymcp.bridge import LIST_CHANGED
 from lazymcp.core.actions import Action, ToClient
 from lazymcp.core.session import ClientSession
-from lazymcp.errors import ErrorCode
 from lazymcp.gateway.servers import Happened, Servers
-from lazymcp.jsonrpc import Frame
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.bridge import LIST_CHANGED
+from lazymcp.protocol.errors import ErrorCode
+from lazymcp.protocol.jsonrpc import Frame
 
 
 @dataclass

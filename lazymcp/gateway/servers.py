@@ -14,16 +14,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from lazymcp import jsonrpc
 from lazymcp.core.actions import Action, Save, Say, Start, Stop, ToServer
+from lazymcp.core.entries import ServerEntry
 from lazymcp.core.upstream import Asks, Broke, Notice, Opened, Reply, Tools, Unlisted, Upstream
-from lazymcp.entries import ServerEntry
-from lazymcp.errors import ErrorCode
 from lazymcp.gateway.lifecycle import Lifecycle, State
-from lazymcp.jsonrpc import Frame, RequestId
-from lazymcp.limits import FIRST_LIST_WAIT
-from lazymcp.manifest import Listed, Manifest, entries_of
-from lazymcp.messages import Tool
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.errors import ErrorCode
+from lazymcp.protocol.jsonrpc import Frame, RequestId
+from lazymcp.protocol.limits import FIRST_LIST_WAIT
+from lazymcp.protocol.messages import Tool
+from lazymcp.tools.manifest import Listed, Manifest, entries_of
 
 STALE: Final = {
     "notifications/prompts/list_changed": ("prompts/list",),

@@ -28,9 +28,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from lazymcp import jsonrpc
-from lazymcp.errors import ErrorCode
-from lazymcp.jsonrpc import Frame
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.errors import ErrorCode
+from lazymcp.protocol.jsonrpc import Frame
 
 SERVER: Final = 0
 """The destination of a message for the server; sessions' leases are numbered from 1."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from lazymcp.errors import ConfigError
+from lazymcp.protocol.errors import ConfigError
 
 INPUT_PREFIX: Final = "LAZYMCP_INPUT_"
 """``${input:ID}`` is read from the environment variable of this prefix and the ID."""

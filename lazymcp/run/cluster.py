@@ -35,18 +35,18 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from lazymcp.errors import ConfigError
-from lazymcp.limits import Limits
-from lazymcp.messages import Tool
-from lazymcp.notices import say
+from lazymcp.protocol.errors import ConfigError
+from lazymcp.protocol.limits import Limits
+from lazymcp.protocol.messages import Tool
 from lazymcp.run.cluster_lists import SharedLists
 from lazymcp.run.cluster_rates import SharedCounter
 from lazymcp.run.forward import FORWARDED_HEADER, Forwarder, Owner
+from lazymcp.run.notices import say
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-    from lazymcp.entries import ServerEntry
+    from lazymcp.core.entries import ServerEntry
     from lazymcp.run.driver import Driver
 
 HEARTBEAT = 1.0

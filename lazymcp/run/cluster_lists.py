@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
-from lazymcp.messages import Tool
+from lazymcp.protocol.messages import Tool
 from lazymcp.run.manifests import ManifestStore, manifest_key
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-    from lazymcp.entries import ServerEntry
+    from lazymcp.core.entries import ServerEntry
 
 CHANNEL = "lazymcp:lists"
 MANIFEST_PREFIX = "lazymcp:manifest:"
@@ -252,7 +252,7 @@ class Refreshed:
         """Once every manifest is sent (each bounded): whether Redis took them all; one line if not."""
         from urllib.parse import urlsplit
 
-        from lazymcp.notices import say
+        from lazymcp.run.notices import say
 
         await asyncio.gather(*self.lists.sending(), return_exceptions=True)
         assert self.lists.redis is not None

@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lazymcp.ratelimit import MemoryCounter, Rate
+from lazymcp.access.ratelimit import MemoryCounter, Rate
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from lazymcp import jsonrpc
-from lazymcp.environment import passed_on, server_environment
-from lazymcp.errors import UpstreamError
-from lazymcp.limits import OUTBOX, READ_SIZE, SHUTDOWN_GRACE
+from lazymcp.local.environment import passed_on, server_environment
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.errors import UpstreamError
+from lazymcp.protocol.limits import OUTBOX, READ_SIZE, SHUTDOWN_GRACE
 
 if TYPE_CHECKING:
-    from lazymcp.entries import ServerEntry
+    from lazymcp.core.entries import ServerEntry
 
 LineSink = Callable[[bytes], None]
 Pressure = Callable[[bool], None]
@@ -154,7 +154,7 @@ class ProcessConnection:
     def __init__(self, command: Sequence[str], env: Mapping[str, str], cwd: str | None = None) -> None:
         self.command = list(command)
         self.env = dict(env)
-        """The server's whole environment (``lazymcp.environment.server_environment``)."""
+        """The server's whole environment (``lazymcp.local.environment.server_environment``)."""
         self.cwd = cwd
         self.on_line: LineSink = lambda line: None
         self.on_pressure: Pressure = lambda paused: None
@@ -236,7 +236,7 @@ class ProcessConnection:
 def connect(entry: ServerEntry, *, isolated: bool) -> Connection:
     """How a server is reached: its process, or its URL. ``isolated``: a gateway's server, given the safe
     base of the environment and its own; else the proxy's one server, given the proxy's whole environment
-    (``lazymcp.environment``)."""
+    (``lazymcp.local.environment``)."""
     if entry.url is not None:
         return HttpConnection(entry.url, entry.headers)
     env = server_environment(entry.env, entry.inherit_env) if isolated else passed_on(entry.env)
@@ -365,7 +365,7 @@ class HttpConnection:
             encode_header_value,
         )
 
-        from lazymcp.bridge import PROTOCOL_VERSION_KEY
+        from lazymcp.protocol.bridge import PROTOCOL_VERSION_KEY
 
         method = message.get("method")
         meta = jsonrpc.params_meta(message)

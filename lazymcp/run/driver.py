@@ -18,14 +18,14 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lazymcp import jsonrpc
 from lazymcp.core.actions import Action, Called, Core, Fail, Ready, Save, Say, Start, Stop, ToClient, ToServer
-from lazymcp.errors import ErrorCode, UpstreamError
-from lazymcp.jsonrpc import Frame
-from lazymcp.limits import EXPIRE_EVERY, MAX_UNANSWERED, SERVER_INPUT
-from lazymcp.notices import proxy_catalog_in, say
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.errors import ErrorCode, UpstreamError
+from lazymcp.protocol.jsonrpc import Frame
+from lazymcp.protocol.limits import EXPIRE_EVERY, MAX_UNANSWERED, SERVER_INPUT
 from lazymcp.run import observe
 from lazymcp.run.connections import Connection, connect
+from lazymcp.run.notices import proxy_catalog_in, say
 
 if TYPE_CHECKING:
     from lazymcp.run.manifests import ManifestStore

@@ -21,8 +21,8 @@ import httpx2
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from lazymcp.errors import ErrorCode
-from lazymcp.limits import Limits
+from lazymcp.protocol.errors import ErrorCode
+from lazymcp.protocol.limits import Limits
 from lazymcp.run.http_checks import disconnected, error_response, read_body
 from lazymcp.run.peer_http import KEEP_ALIVE, PeerPool, PeerTimeout, PeerUnreachable
 

@@ -14,33 +14,33 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lazymcp import environment
-from lazymcp.entries import ServerEntry
-from lazymcp.errors import ConfigError
-from lazymcp.files import cache_dir
+from lazymcp.access.policy import ANONYMOUS, Grant, Principal, check_policy
+from lazymcp.access.ratelimit import Counter, Limiter, MemoryCounter, Rate
+from lazymcp.core.entries import ServerEntry
 from lazymcp.gateway.config import GatewayConfig, load_config, runs_gateway_on
 from lazymcp.gateway.front import Gateway, Seed
 from lazymcp.gateway.lifecycle import State
 from lazymcp.gateway.merged import DEFAULT_BUDGET
 from lazymcp.gateway.namespace import check_prefixes, check_separator, check_server_name, unusable
 from lazymcp.gateway.passthrough import LISTS
-from lazymcp.jsonrpc import Frame
-from lazymcp.limits import EXPIRE_EVERY, FIRST_LIST_WAIT, Limits
-from lazymcp.manifest import DEFAULT_TTL, Manifest
-from lazymcp.notices import LOGGER, say
-from lazymcp.options import Options
-from lazymcp.packed import Packed
-from lazymcp.policy import ANONYMOUS, Grant, Principal, check_policy
-from lazymcp.ratelimit import Counter, Limiter, MemoryCounter, Rate
+from lazymcp.local import environment
+from lazymcp.local.files import cache_dir
+from lazymcp.protocol.errors import ConfigError
+from lazymcp.protocol.jsonrpc import Frame
+from lazymcp.protocol.limits import EXPIRE_EVERY, FIRST_LIST_WAIT, Limits
 from lazymcp.run import observe, traces
 from lazymcp.run.driver import Driver
 from lazymcp.run.manifests import ManifestStore
+from lazymcp.run.notices import LOGGER, say
 from lazymcp.run.wire import sdk_serializer
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.manifest import DEFAULT_TTL, Manifest
+from lazymcp.tools.packed import Packed
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
-    from lazymcp.access import Access
+    from lazymcp.access.bearer import Access
     from lazymcp.run.metrics import Metrics
 
 

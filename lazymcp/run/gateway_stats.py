@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from lazymcp.files import cache_dir
-from lazymcp.methods import Caller, list_tools
-from lazymcp.options import Options
+from lazymcp.local.files import cache_dir
 from lazymcp.run.gateway import Launch, build_gateway, refresh
 from lazymcp.run.manifests import ManifestStore
-from lazymcp.stats import computed_listings
-from lazymcp.tokens import ListingSize
+from lazymcp.run.stats import computed_listings
+from lazymcp.surfaces.methods import Caller, list_tools
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.tokens import ListingSize
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,15 +14,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lazymcp import jsonrpc
-from lazymcp.access import PRINCIPAL_KEY
-from lazymcp.addresses import LOOPBACK, is_loopback
-from lazymcp.errors import ErrorCode
-from lazymcp.policy import ANONYMOUS, Principal
+from lazymcp.access.bearer import PRINCIPAL_KEY
+from lazymcp.access.policy import ANONYMOUS, Principal
+from lazymcp.local.addresses import LOOPBACK, is_loopback
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.errors import ErrorCode
 
 
 def principal_of(request: Request) -> Principal:
-    """Who a request comes from (``lazymcp.policy.Principal``): the name of the bearer token it carried,
+    """Who a request comes from (``lazymcp.access.policy.Principal``): the name of the bearer token it carried,
     or the client, issuer, subject, scopes and claims of its OAuth token; ``ANONYMOUS`` when its front
     checks no credentials. Read after the front's ``Access.check`` let it in."""
     name = request.scope.get(PRINCIPAL_KEY)

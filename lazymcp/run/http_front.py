@@ -13,7 +13,7 @@
 Sessions are sealed: every id, cancellation, progress token and notification is mapped within one
 session, and nothing one session sends can name another's request.
 
-Limits (``lazymcp.limits``): at most ``max_sessions`` sessions (each a process) at once: at the cap a
+Limits (``lazymcp.protocol.limits``): at most ``max_sessions`` sessions (each a process) at once: at the cap a
 new session takes the place of the least recently used one with nothing in flight, and when every one
 is busy ``initialize`` gets 503; a body of at most ``max_body`` bytes (413); a POST waits at most the timeout
 for its answer; each event stream keeps at most ``event_buffer`` unread messages, dropping the oldest.
@@ -40,11 +40,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from lazymcp import jsonrpc
 from lazymcp.core.actions import Core
-from lazymcp.errors import ErrorCode
-from lazymcp.jsonrpc import Frame
-from lazymcp.limits import DropOldest, Limits, fix_mmap_threshold
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.errors import ErrorCode
+from lazymcp.protocol.jsonrpc import Frame
+from lazymcp.protocol.limits import DropOldest, Limits, fix_mmap_threshold
 from lazymcp.run import observe
 from lazymcp.run.driver import Driver
 from lazymcp.run.health import health_routes
@@ -62,8 +62,8 @@ from lazymcp.run.http_checks import (
 from lazymcp.run.http_sessions import HttpSession, busy, event_stream
 
 if TYPE_CHECKING:
-    from lazymcp.access import Access
-    from lazymcp.policy import Principal
+    from lazymcp.access.bearer import Access
+    from lazymcp.access.policy import Principal
     from lazymcp.run.cluster import Cluster
     from lazymcp.run.connections import Connection
     from lazymcp.run.manifests import ManifestStore
@@ -79,7 +79,7 @@ ANSWER_GRACE = 5.0
 
 class HttpFront:
     """The ``/mcp`` endpoint in front of the sessions: each a ``Driver`` over a core ``make_core`` builds for
-    the principal that opens it (``lazymcp.policy.Principal``)."""
+    the principal that opens it (``lazymcp.access.policy.Principal``)."""
 
     def __init__(
         self,
@@ -101,7 +101,7 @@ class HttpFront:
         """How a principal's sessions reach their servers (``lazymcp.run.shared_servers``); None: each
         session starts its own."""
         self.access = access
-        """Who may come in (``lazymcp.auth``, which loads the SDK: not imported for an open front); None: anyone."""
+        """Who may come in (``lazymcp.access.auth``, which loads the SDK: not for an open front); None: anyone."""
         self.store = store
         self.eager = eager
         self.name = name

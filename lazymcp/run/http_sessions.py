@@ -15,11 +15,11 @@ from typing import Any, Protocol, cast
 
 from starlette.responses import Response
 
-from lazymcp import jsonrpc
-from lazymcp.bridge import SUBSCRIPTION_ID_KEY
-from lazymcp.errors import ErrorCode
-from lazymcp.jsonrpc import Frame
-from lazymcp.limits import MAX_UNANSWERED, DropOldest, Limits
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.bridge import SUBSCRIPTION_ID_KEY
+from lazymcp.protocol.errors import ErrorCode
+from lazymcp.protocol.jsonrpc import Frame
+from lazymcp.protocol.limits import MAX_UNANSWERED, DropOldest, Limits
 from lazymcp.run.driver import UNANSWERED, Driver, FrameSink
 from lazymcp.run.http_checks import error_response
 
@@ -40,7 +40,7 @@ class HttpSession:
         self.listens: dict[object, DropOldest[Frame]] = {}
         self.last_seen = asyncio.get_running_loop().time()
         self.principal: object = None
-        """Who opened it (``lazymcp.policy.Principal``: a bearer token's name, or an OAuth token's client,
+        """Who opened it (``lazymcp.access.policy.Principal``: a bearer token's name, or an OAuth token's client,
         issuer, subject and scopes); only they may use it."""
         self.streams = 0
         """Event streams open on this session (GET, listen): a session with one is busy."""

@@ -1,5 +1,5 @@
 """The manifest cache on disk: one JSON file per server under the cache directory
-(``lazymcp.files.cache_dir``), keyed by a hash of everything that can change what the server lists
+(``lazymcp.local.files.cache_dir``), keyed by a hash of everything that can change what the server lists
 (``ServerEntry.identity``: command, arguments, working directory, URL, environment and headers; the
 hash alone is kept, never a secret). Each records the server's ``serverInfo`` version and when it was
 fetched.
@@ -7,7 +7,7 @@ fetched.
 A manifest that cannot be used counts as absent, and the server is listed afresh: only a regular file
 of at most ``MAX_MANIFEST`` bytes is read (a FIFO, a device or a link is not). The directory is made
 private (0700), and a manifest is written to a new file, created without following links, then
-renamed into place, so nothing planted in the directory can redirect the write (``lazymcp.files``).
+renamed into place, so nothing planted in the directory can redirect the write (``lazymcp.local.files``).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import Any, cast
 
 import orjson
 
-from lazymcp import jsonrpc
-from lazymcp.files import read_private, write_private
-from lazymcp.manifest import Listed, Manifest
-from lazymcp.messages import Tool
-from lazymcp.packed import Packed
+from lazymcp.local.files import read_private, write_private
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.messages import Tool
+from lazymcp.tools.manifest import Listed, Manifest
+from lazymcp.tools.packed import Packed
 
 FORMAT = 1
 MAX_MANIFEST = 32 * 1024 * 1024

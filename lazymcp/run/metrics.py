@@ -29,10 +29,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 
 from lazymcp.core.actions import Called
-from lazymcp.errors import ConfigError
 from lazymcp.gateway.passthrough import LISTS, ROUTED
-from lazymcp.methods import METHODS
+from lazymcp.protocol.errors import ConfigError
 from lazymcp.run.observe import Watcher
+from lazymcp.surfaces.methods import METHODS
 
 if TYPE_CHECKING:
     from starlette.requests import Request

@@ -18,9 +18,9 @@ from typing import Protocol
 
 import orjson
 
-from lazymcp import jsonrpc
 from lazymcp.core.actions import Action, Called
-from lazymcp.notices import LOGGER
+from lazymcp.protocol import jsonrpc
+from lazymcp.run.notices import LOGGER
 
 
 class Watcher:

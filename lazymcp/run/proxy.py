@@ -10,16 +10,16 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lazymcp.addresses import open_front_warning
+from lazymcp.core.entries import ServerEntry
 from lazymcp.core.proxy import Proxy
-from lazymcp.entries import ServerEntry
-from lazymcp.limits import Limits
-from lazymcp.notices import say
-from lazymcp.options import Options
+from lazymcp.local.addresses import open_front_warning
+from lazymcp.protocol.limits import Limits
+from lazymcp.run.notices import say
 from lazymcp.run.wire import sdk_serializer
+from lazymcp.surfaces.options import Options
 
 if TYPE_CHECKING:
-    from lazymcp.access import Access
+    from lazymcp.access.bearer import Access
 
 UPSTREAM = "upstream"
 """The proxy's one server, as its reports name it."""

@@ -21,17 +21,17 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lazymcp import jsonrpc
-from lazymcp.errors import UpstreamError
 from lazymcp.gateway.sharing import SERVER, Out, Sharing
-from lazymcp.jsonrpc import Frame
-from lazymcp.notices import say
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.errors import UpstreamError
+from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.run import observe
 from lazymcp.run.connections import Connection, connect
+from lazymcp.run.notices import say
 
 if TYPE_CHECKING:
-    from lazymcp.entries import ServerEntry
-    from lazymcp.policy import Principal
+    from lazymcp.access.policy import Principal
+    from lazymcp.core.entries import ServerEntry
 
 JOIN_TRIES = 3
 """Processes a session waits for, each stopped as it started (its other sessions left), before it fails."""

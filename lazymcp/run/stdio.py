@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lazymcp.core.actions import Core
-from lazymcp.jsonrpc import Frame, line_of
-from lazymcp.limits import FLUSH_GRACE, READ_SIZE, fix_mmap_threshold
+from lazymcp.protocol.jsonrpc import Frame, line_of
+from lazymcp.protocol.limits import FLUSH_GRACE, READ_SIZE, fix_mmap_threshold
 from lazymcp.run.connections import Lines, small_reads
 from lazymcp.run.driver import Driver
 

@@ -38,9 +38,9 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from lazymcp import jsonrpc
 from lazymcp.core.actions import Action, Called, Stop, ToClient, ToServer
-from lazymcp.errors import ConfigError
+from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.errors import ConfigError
 from lazymcp.run.observe import Watcher
 
 if TYPE_CHECKING:

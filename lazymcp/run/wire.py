@@ -1,6 +1,6 @@
 """The SDK's 2026 wire model, as the serializer the cores take for the results they bridge.
 
-The cores import no SDK: the serializer reaches them as an argument (``lazymcp.bridge.Serializer``), and
+The cores import no SDK: the serializer reaches them as an argument (``lazymcp.protocol.bridge.Serializer``), and
 the SDK's models load on the first bridged result, not at start-up.
 """
 

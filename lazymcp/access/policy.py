@@ -1,0 +1,249 @@
+"""Who may use which tool of the gateway: the principals, the access policy, and what it grants each.
+
+Theory of operation. A request's ``Principal`` is what its front learned of it: the name of the bearer
+token it carried (``lazymcp.access.bearer``), or the client, issuer, subject, scopes and claims of the OAuth
+token an issuer vouched for (``lazymcp.run.http_checks.principal_of``); a client with no credentials (stdio,
+an open loopback front) is ``ANONYMOUS``. The configuration's ``lazymcp.access`` block (``Policy``) maps
+keys to ``allow`` and ``deny`` globs over the gateway's tool names; ``Policy.grant(principal)`` is the
+``Grant`` of one principal: the union of the allows of every key it matches, minus the union of their
+denies (no key matched: nothing). Without a policy there is no grant, and everything is allowed.
+
+This module is the one place that decides. A gateway session is built for one principal, and its
+merged catalog holds only the tools its grant allows (``lazymcp.gateway.merged``), so listings,
+``tools/describe``, the meta-tools, "did you mean" suggestions and calls all see the same tools, and a
+tool the grant refuses is, to that session, a tool that does not exist. See spec/gateway.md, "Access".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import translate
+from typing import cast
+
+from lazymcp.protocol.errors import ConfigError
+
+EVERYONE = "*"
+PREFIXES = ("sub:", "client:", "scope:", "claim:")
+"""The keys that match a part of an OAuth token; any other key but ``*`` is a bearer token's name."""
+DEFAULT_NAME = "default"
+"""The principal of a token file's bare tokens (lines without ``name:``)."""
+_TOKEN_NAME = re.compile(r"[A-Za-z0-9_.@+\-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a request comes from. Two requests of one principal compare equal (a session is bound to it);
+    ``claims`` take no part in that, since a renewed token's times and id differ."""
+
+    name: str | None = None
+    """The bearer token's name (``name: token`` in the token file; ``default`` for a bare token)."""
+    client: str | None = None
+    issuer: str | None = None
+    subject: str | None = None
+    scopes: frozenset[str] = frozenset()
+    claims: Mapping[str, object] = field(default_factory=lambda: {}, compare=False, hash=False)
+
+    def describe(self) -> str:
+        """A few words naming it, for logs: the token's name, else the subject or client."""
+        return self.name or self.subject or self.client or "anonymous"
+
+    @property
+    def key(self) -> str:
+        """One text per principal, what its calls are counted under: ``token:<name>``, or
+        ``oauth:<issuer> <client> <subject>``, or ``anonymous``."""
+        if self.name is not None:
+            return f"token:{self.name}"
+        if self.client is None and self.subject is None:
+            return "anonymous"
+        return f"oauth:{self.issuer or ''} {self.client or ''} {self.subject or ''}"
+
+
+ANONYMOUS = Principal()
+"""A client with no credentials: stdio, or an open loopback front. Only the key ``*`` matches it."""
+
+
+def matches(key: str, principal: Principal) -> bool:
+    """Does a policy key name ``principal``?"""
+    if key == EVERYONE:
+        return True
+    kind, colon, value = key.partition(":")
+    if not colon:
+        return principal.name == key
+    if kind == "sub":
+        return principal.subject == value
+    if kind == "client":
+        return principal.client == value
+    if kind == "scope":
+        return value in principal.scopes
+    claim, _, wanted = value.partition("=")
+    found = principal.claims.get(claim)
+    values = cast(list[object], found) if isinstance(found, list) else [found]
+    return any(_claim_text(one) == wanted for one in values)
+
+
+def _claim_text(value: object) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, str | int | float) else None
+
+
+def _any_of(patterns: Iterable[str]) -> re.Pattern[str] | None:
+    translated = [translate(pattern) for pattern in patterns]
+    return re.compile("|".join(translated)) if translated else None
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """The tools one principal may use: names matching an ``allow`` glob and no ``deny`` glob."""
+
+    allow: tuple[str, ...]
+    deny: tuple[str, ...] = ()
+    _allow: re.Pattern[str] | None = field(init=False, compare=False, repr=False)
+    _deny: re.Pattern[str] | None = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_allow", _any_of(self.allow))
+        object.__setattr__(self, "_deny", _any_of(self.deny))
+
+    def __call__(self, name: str) -> bool:
+        """May the principal use the tool of this gateway name?"""
+        if self._allow is None or not self._allow.match(name):
+            return False
+        return self._deny is None or not self._deny.match(name)
+
+
+NOTHING = Grant(())
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One key's globs."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """The ``lazymcp.access`` block: a ``Rule`` by key."""
+
+    rules: Mapping[str, Rule]
+
+    def grant(self, principal: Principal) -> Grant:
+        """What ``principal`` may use: the union of the allows of the keys it matches, minus their denies."""
+        allow: dict[str, None] = {}
+        deny: dict[str, None] = {}
+        for key, rule in self.rules.items():
+            if matches(key, principal):
+                allow.update(dict.fromkeys(rule.allow))
+                deny.update(dict.fromkeys(rule.deny))
+        return Grant(tuple(allow), tuple(deny)) if allow else NOTHING
+
+    def token_names(self) -> list[str]:
+        """The keys that name a bearer token."""
+        return [key for key in self.rules if key != EVERYONE and ":" not in key]
+
+    def patterns(self) -> list[tuple[str, str]]:
+        """(key, pattern) for every glob of the policy, in the file's order."""
+        return [(key, p) for key, rule in self.rules.items() for p in (*rule.allow, *rule.deny)]
+
+
+def parse_policy(value: object, source: str) -> Policy | None:
+    """The ``lazymcp.access`` block of the configuration ``source``; None when it has none.
+
+    Raises:
+        ConfigError: the block, a key or a rule is malformed (one line naming it).
+    """
+    if value is None:
+        return None
+    where = f"{source}: field 'lazymcp.access'"
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where} must be an object of rules by principal key")
+    rules: dict[str, Rule] = {}
+    for key, body in cast(Mapping[str, object], value).items():
+        _check_key(key, where)
+        if not isinstance(body, Mapping):
+            raise ConfigError(f'{where}, key {key!r}: expected {{"allow": [...], "deny": [...]}}')
+        body = cast(Mapping[str, object], body)
+        unknown = [name for name in body if name not in ("allow", "deny")]
+        if unknown:
+            raise ConfigError(f"{where}, key {key!r}: unknown field {unknown[0]!r}; expected allow, deny")
+        field_of = f"{where}, key {key!r}, field"
+        rules[key] = Rule(
+            _globs(body.get("allow", []), f"{field_of} 'allow'"), _globs(body.get("deny", []), f"{field_of} 'deny'")
+        )
+    return Policy(rules)
+
+
+def _check_key(key: str, where: str) -> None:
+    kind, colon, value = key.partition(":")
+    if key == EVERYONE or (not colon and _TOKEN_NAME.fullmatch(key)):
+        return
+    if colon and f"{kind}:" in PREFIXES and value and (kind != "claim" or "=" in value.strip("=")):
+        return
+    raise ConfigError(
+        f"{where}: key {key!r} is none of: a token name, 'sub:<subject>', 'client:<client id>', "
+        "'scope:<scope>', 'claim:<name>=<value>', '*'"
+    )
+
+
+def _globs(value: object, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in cast(list[object], value)):
+        raise ConfigError(f"{where} must be a list of tool-name patterns")
+    return tuple(cast(list[str], value))
+
+
+def check_policy(policy: Policy, tools: Mapping[str, Sequence[str] | None], separator: str, source: str) -> None:
+    """A policy must name only servers of the configuration, and each pattern must match some tool.
+
+    ``tools``: each enabled server's gateway tool names, None for a server not listed yet (no manifest),
+    whose names cannot be told at start-up: a pattern that could match one of its tools is let be.
+
+    Raises:
+        ConfigError: a pattern names an unknown server, or matches no tool (one line naming it).
+    """
+    for key, pattern in policy.patterns():
+        where = f"{source}: 'lazymcp.access' key {key!r}: pattern {pattern!r}"
+        server, sep, _ = pattern.partition(separator)
+        if sep and not any(c in server for c in "*?["):
+            if server not in tools:
+                raise ConfigError(f"{where} names the server {server!r}, which the configuration does not have")
+            candidates = [server]
+        else:
+            candidates = list(tools)
+        regex = re.compile(translate(pattern))
+        if any(tools[s] is None for s in candidates):
+            continue  # a server not listed yet may have a tool it matches
+        if not any(regex.match(name) for s in candidates for name in tools[s] or ()):
+            raise ConfigError(f"{where} matches no tool of the configuration's servers")
+
+
+def read_token_file(text: str, source: str) -> list[tuple[str, str]]:
+    """The (name, token) pairs of a token file: ``name: token`` a line, or a bare token (named
+    ``default``); blank lines and ``#`` comments are skipped.
+
+    Raises:
+        ConfigError: a line is malformed, a name is not a plain word, or a token is given twice.
+    """
+    pairs: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, colon, token = line.partition(":")
+        name, token = (name.strip(), token.strip()) if colon else (DEFAULT_NAME, line)
+        where = f"{source}, line {number}"
+        if not _TOKEN_NAME.fullmatch(name):
+            raise ConfigError(f"{where}: the name {name!r} may hold only letters, digits and . _ - @ +")
+        if not token or any(c.isspace() for c in token):
+            raise ConfigError(f"{where}: expected 'name: token' or a bare token, one a line")
+        if token in seen:
+            raise ConfigError(f"{where}: this token is given twice")
+        seen.add(token)
+        pairs.append((name, token))
+    if not pairs:
+        raise ConfigError(f"{source} holds no token")
+    return pairs

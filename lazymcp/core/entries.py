@@ -1,0 +1,48 @@
+"""A server as lazymcp reaches it: ``ServerEntry``, one entry of a client configuration (or the proxy's one
+server), with how it is started or reached and how its tools are listed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lazymcp.access.ratelimit import Rate
+from lazymcp.tools.metadata import Metadata
+
+
+@dataclass(frozen=True, slots=True)
+class ServerEntry:
+    """One server of the configuration: how to reach it and how to list its tools."""
+
+    name: str
+    command: tuple[str, ...] = ()
+    """The program and its arguments (stdio); empty for a remote server."""
+    env: Mapping[str, str] = field(default_factory=lambda: {})
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=lambda: {})
+    defer: bool = True
+    """False: its tools are core tools, listed in full."""
+    enabled: bool = True
+    category: str | None = None
+    description: str | None = None
+    tools: Metadata = field(default_factory=Metadata)
+    """Per-tool metadata, by the server's own tool names."""
+    inherit_env: bool | tuple[str, ...] = ()
+    """What of lazymcp's environment the server gets beyond the safe base (``lazymcp.local.environment``): True,
+    all of it (lazymcp's own secrets aside); names, those variables."""
+    rate_limit: Rate | None = None
+    """Each principal's calls to its tools may come at most at this rate (``"rateLimit"``); None: any."""
+    share: str = "principal"
+    """Over HTTP, whose sessions share one process of it (``"share"``): a principal's (``principal``), or
+    each session its own (``session``: a server that keeps each conversation's state)."""
+
+    @property
+    def remote(self) -> bool:
+        return self.url is not None
+
+    def identity(self) -> list[Any]:
+        """What names this server's tool list in the manifest cache: everything that can change what it
+        lists (how it is started or reached, its environment and headers). Only a hash of it is kept."""
+        return [list(self.command), self.cwd, self.url, sorted(self.env.items()), sorted(self.headers.items())]

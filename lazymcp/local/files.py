@@ -1,0 +1,90 @@
+"""The files lazymcp reads and keeps: the JSON files a user hands it (catalogs, metadata), read with one
+clear error naming the file, and the one cache directory (manifests, embeddings, described tools).
+
+What lazymcp keeps in that directory it reads and writes through ``read_private`` and ``write_private``:
+only a regular file of a bounded size is read (a FIFO, a device or a link is not), and a file is written
+to a new file, created exclusively without following links, then renamed into place, in a directory made
+private (0700), so nothing planted there can redirect a write or stall a read.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+import orjson
+
+from lazymcp.protocol.errors import CatalogError
+
+CACHE_ENV: Final = "LAZYMCP_CACHE_DIR"
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where lazymcp keeps what it can compute again: ``$LAZYMCP_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/lazymcp``, else ``~/.cache/lazymcp``."""
+    environ = os.environ if environ is None else environ
+    if environ.get(CACHE_ENV):
+        return Path(environ[CACHE_ENV])
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "lazymcp"
+
+
+def read_json(path: str | Path, what: str) -> object:
+    """The JSON value in file ``path``; ``what`` names the file in errors ("metadata file", "catalog").
+
+    Raises:
+        CatalogError: the file cannot be read, or is not JSON.
+    """
+    try:
+        return orjson.loads(Path(path).read_bytes())
+    except OSError as exc:
+        raise CatalogError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from None
+    except orjson.JSONDecodeError as exc:
+        raise CatalogError(f"{what} {str(path)!r} is not JSON: {exc}") from None
+
+
+def read_private(path: Path, limit: int) -> bytes | None:
+    """A kept file's bytes: None unless it is a regular file (no link, FIFO or device) of at most
+    ``limit`` bytes that can be read."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > limit:  # a directory opens too: refused here
+            os.close(descriptor)
+            return None
+    except OSError:
+        os.close(descriptor)
+        return None
+    with os.fdopen(descriptor, "rb") as file:
+        try:
+            raw = file.read(limit + 1)
+        except OSError:
+            return None
+    return raw if len(raw) <= limit else None
+
+
+def write_private(path: Path, blob: bytes) -> None:
+    """Put ``blob`` in file ``path`` whole: written to a new file of a random name beside it (created
+    exclusively, without following a link, mode 0600), then renamed into place, which replaces a link at
+    ``path`` itself, never what it points to. The directory is made (0700) if missing.
+
+    Raises:
+        OSError: the directory cannot be made, or the file cannot be written.
+    """
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(blob)
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
