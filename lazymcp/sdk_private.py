@@ -1,7 +1,7 @@
 """Every use lazymcp makes of ``mcp==2.3.0`` beyond its public API, one small function each.
 
 The SDK is pinned exactly because of these. Each function names the private attribute it reaches, and
-``tests/test_sdk_private.py`` checks each against the installed SDK, so an upgrade that moves one
+``tests/api/test_sdk_private.py`` checks each against the installed SDK, so an upgrade that moves one
 fails there by name rather than somewhere downstream.
 """
 

@@ -13,7 +13,7 @@
 //
 // It runs a fixed list of steps, each on its own so one failure does not hide the next, and prints
 // one JSON object: {"steps": {"<step>": {"ok": true, "value": ...} | {"ok": false, "error": {...}}}}.
-// The Python test (tests/test_interop_ts.py) asserts on it. Plain ESM, no build step: the SDK is
+// The Python test (tests/interop/test_interop_ts.py) asserts on it. Plain ESM, no build step: the SDK is
 // imported from the directory the test installed it in.
 
 import { join } from 'node:path';
