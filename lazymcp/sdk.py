@@ -53,7 +53,7 @@ from lazymcp.protocol.messages import EXT_ID, Tool
 from lazymcp.protocol.paging import Pages, PagingError
 from lazymcp.surfaces.catalog import Catalog
 from lazymcp.surfaces.methods import METHODS, NEW_METHODS, Answer, Caller, Run, advertise, declares, dispatch
-from lazymcp.surfaces.modes import DynamicSession, check_configuration
+from lazymcp.surfaces.modes import DynamicSession, check_configuration, check_known_tools
 from lazymcp.surfaces.options import Options
 from lazymcp.tools.metadata import Metadata, check_author_summaries, parse_metadata
 
@@ -146,11 +146,7 @@ class LazyTools:
             CatalogError: the configuration names a tool or category the tools lack, or a tool's
                 ``_meta`` summary is longer than ``summary_chars``.
         """
-        tools = list(tools)
-        check_author_summaries(tools, self.options.summary_chars)
-        named = (self.options.metadata, self.metadata)
-        if self.options.core_tools or any(metadata.tools or metadata.categories for metadata in named):
-            check_configuration(self._build(tools))
+        check_known_tools(list(tools), self.options, self.metadata, self.server.name)
         self._checked = True
 
     async def _read_server_tools(self, ctx: Context) -> list[Tool]:

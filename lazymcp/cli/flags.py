@@ -188,10 +188,15 @@ def _upstream_command(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _subcommand(
+    commands: Any, common: argparse.ArgumentParser, name: str, help_text: str, usage: str | None = None
+) -> argparse.ArgumentParser:
+    """The parser of subcommand ``name``: every subcommand takes the common flags."""
+    return commands.add_parser(name, parents=[common], help=help_text, usage=usage)
+
+
 def _serve(commands: Any, common: argparse.ArgumentParser) -> None:
-    serve = commands.add_parser(
-        "serve", parents=[common], help="serve a tool catalog lazily (stdio, or streamable HTTP)"
-    )
+    serve = _subcommand(commands, common, "serve", "serve a tool catalog lazily (stdio, or streamable HTTP)")
     serve.add_argument(
         "--catalog",
         metavar="FILE",
@@ -204,12 +209,8 @@ def _serve(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _proxy(commands: Any, common: argparse.ArgumentParser) -> None:
-    proxy = commands.add_parser(
-        "proxy",
-        parents=[common],
-        help="make any MCP server lazy: lazymcp proxy [options] ([--] COMMAND ARGS... | --url URL)",
-        usage="lazymcp proxy [options] ([--] COMMAND ARGS... | --url URL)",
-    )
+    usage = "lazymcp proxy [options] ([--] COMMAND ARGS... | --url URL)"
+    proxy = _subcommand(commands, common, "proxy", f"make any MCP server lazy: {usage}", usage)
     proxy.add_argument("--url", help="a streamable-HTTP upstream server, instead of a command")
     add_http_option(proxy, "serve clients streamable HTTP at /mcp")
     add_session_options(proxy)
@@ -218,12 +219,9 @@ def _proxy(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
-    gateway = commands.add_parser(
-        "gateway",
-        parents=[common],
-        help="every server of a client configuration behind one lazy endpoint",
-        usage="lazymcp gateway --config FILE [--refresh] [--eager-start] [--mode auto --budget TOKENS] [options]",
-    )
+    usage = "lazymcp gateway --config FILE [--refresh] [--eager-start] [--mode auto --budget TOKENS] [options]"
+    what = "every server of a client configuration behind one lazy endpoint"
+    gateway = _subcommand(commands, common, "gateway", what, usage)
     gateway.add_argument("--config", metavar="FILE", required=True, help="mcpServers (or VS Code servers) JSON file")
     gateway.add_argument("--refresh", action="store_true", help="start every server, rebuild its manifest, exit")
     gateway.add_argument("--eager-start", action="store_true", help="start every server at launch")
@@ -267,14 +265,9 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _stats(commands: Any, common: argparse.ArgumentParser) -> None:
-    stats = commands.add_parser(
-        "stats",
-        parents=[common],
-        help="bytes and tokens of every listing mode of a server, on the wire and as the model sees them",
-        usage=(
-            "lazymcp stats [--catalog FILE | --url URL | --config FILE | [--] COMMAND ARGS...] [--mode MODE] [--json]"
-        ),
-    )
+    usage = "lazymcp stats [--catalog FILE | --url URL | --config FILE | [--] COMMAND ARGS...] [--mode MODE] [--json]"
+    what = "bytes and tokens of every listing mode of a server, on the wire and as the model sees them"
+    stats = _subcommand(commands, common, "stats", what, usage)
     source = stats.add_mutually_exclusive_group()
     source.add_argument("--catalog", metavar="FILE", help="serve this catalog in-process and measure it")
     source.add_argument("--url", help="a streamable-HTTP MCP server")

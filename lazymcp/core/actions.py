@@ -97,10 +97,16 @@ class Fail(Because):
 
 
 @dataclass(frozen=True, slots=True)
-class Ready:
-    """The proxy's server listed its tools for the first time: the start-up line can say what runs."""
+class Catalogued:
+    """Something that came of a server's tool list: the ``catalog`` it is now."""
 
     catalog: Catalog
+
+
+class Ready(Catalogued):
+    """The proxy's server listed its tools for the first time: the start-up line can say what runs."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)

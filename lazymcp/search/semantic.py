@@ -1,6 +1,7 @@
 """Optional semantic search: sentence-embedding rankers, their fusion with BM25F, and the on-disk cache
-of tool embeddings. Everything that needs the ``semantic`` extras (numpy, a packaged model) is here or in
-``lazymcp.search.minilm`` (all-MiniLM-L6-v2 on onnxruntime).
+of tool embeddings. Everything that needs the ``semantic`` extras (numpy, a packaged model) is here, in
+``lazymcp.search.minilm`` (all-MiniLM-L6-v2 on onnxruntime), or in ``lazymcp.search.encoders`` (what a model
+is to lazymcp, the threads it may use, and the turns background embeddings take on the CPU).
 
 Theory of operation. ``hybrid()`` builds ``BM25Ranker`` and an ``EmbeddingRanker`` over the same
 documents and fuses their min-max-normalized scores (``lazymcp.search.fusion``). An ``EmbeddingRanker`` embeds
@@ -21,9 +22,10 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from lazymcp.local.files import cache_dir
+from lazymcp.search.encoders import Encoder, InTurns, embed_threads
 from lazymcp.search.fusion import BM25F, STDLIB, HybridRanker, fused, weights_text
 from lazymcp.search.ranking import Document, Ranker, RankerFactory, parameters
 from lazymcp.search.terms import normalize_name
@@ -73,35 +75,6 @@ DOC_CHARS: Final = 300
 BACKGROUND_ABOVE: Final = 64
 """``hybrid`` embeds a catalog in the background when the cache lacks more than this many tools (seconds
 of work on one core); fewer are embedded before the index is returned."""
-THREADS_ENV: Final = "LAZYMCP_EMBED_THREADS"
-"""Threads an embedding model may use (default 1: on a shared 2-core machine one thread is faster per query)."""
-
-
-class Encoder(Protocol):
-    """A sentence-embedding model: L2-normalized rows for documents, one vector for a query."""
-
-    @property
-    def key(self) -> str:
-        """Names the model and its weights exactly (part of every cache key)."""
-        ...
-
-    def documents(self, texts: list[str]) -> Any: ...
-
-    def query(self, text: str) -> Any: ...
-
-
-def embed_threads() -> int:
-    """``LAZYMCP_EMBED_THREADS``, default 1: the threads each embedding model may use.
-
-    Raises:
-        ValueError: it is set to something other than a positive integer (the message names it).
-    """
-    raw = os.environ.get(THREADS_ENV, "").strip()
-    if not raw:
-        return 1
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{THREADS_ENV} must be a positive integer, not {raw!r}")
-    return int(raw)
 
 
 def _version(package: str) -> str:
@@ -237,70 +210,6 @@ class EmbeddingCache:
             pass
 
 
-TURN_TEXTS: Final = 64
-"""A background embedding lets a cheaper model's go first after every this many texts (``Turns``)."""
-
-
-class Turns:
-    """Background embeddings take turns on the CPU, one at a time, the cheapest model first.
-
-    An encoder may declare ``cost`` (its time per text, relative: MiniLM 1, e5 4; default 1). A job
-    embeds ``TURN_TEXTS`` texts per turn and, between turns, gives the CPU to any waiting job of a
-    cheaper model: a new catalog gets its fastest model's vectors first, whichever was started first.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._waiting: dict[int, tuple[float, int]] = {}
-        self._running: int | None = None
-        self._order = 0
-
-    def documents(self, encoder: Encoder, texts: list[str]) -> Any:
-        np: Any = importlib.import_module("numpy")
-        cost = float(getattr(encoder, "cost", 1.0))
-        job = id(threading.current_thread())
-        rows: list[Any] = []
-        for start in range(0, len(texts), TURN_TEXTS):
-            self._take(job, cost)
-            try:
-                rows.append(np.asarray(encoder.documents(texts[start : start + TURN_TEXTS]), dtype=np.float32))
-            finally:
-                self._give(job)
-        return np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)
-
-    def _take(self, job: int, cost: float) -> None:
-        with self._cond:
-            self._order += 1
-            self._waiting[job] = (cost, self._order)
-            self._cond.wait_for(lambda: self._running is None and min(self._waiting.values()) == self._waiting[job])
-            del self._waiting[job]
-            self._running = job
-
-    def _give(self, job: int) -> None:
-        with self._cond:
-            if self._running == job:
-                self._running = None
-            self._cond.notify_all()
-
-
-TURNS: Final = Turns()
-"""The one queue every background embedding of this process goes through."""
-
-
-class _Taking:
-    """An encoder whose documents are embedded in ``TURNS``."""
-
-    def __init__(self, encoder: Encoder) -> None:
-        self.encoder = encoder
-        self.key = encoder.key
-
-    def documents(self, texts: list[str]) -> Any:
-        return TURNS.documents(self.encoder, texts)
-
-    def query(self, text: str) -> Any:
-        return self.encoder.query(text)
-
-
 class EmbeddingRanker:
     """Cosine similarity of a query's and each tool's sentence embedding.
 
@@ -333,7 +242,7 @@ class EmbeddingRanker:
 
     def _embed(self, texts: list[str], background: bool = False) -> None:
         try:
-            self.matrix = self.cache.embed(_Taking(self.encoder) if background else self.encoder, texts)
+            self.matrix = self.cache.embed(InTurns(self.encoder) if background else self.encoder, texts)
         except Exception as exc:
             if not background:
                 raise

@@ -2,10 +2,10 @@
 
 Theory of operation. A ``Catalog`` is built once per version of the tool list and never changes;
 a tool added or removed makes a new ``Catalog`` (LT-16). Building it serializes every tool once
-with orjson, to check it is JSON and to hash it: the version hash is content-addressed, so two
-servers with the same tools agree on it. The bytes are not kept, except by a ``packed`` catalog, which
-keeps them instead of the dicts (``Packed``): the gateway's, whose hundreds of tools would cost three
-times their JSON as Python objects, and which are mostly listed whole or never read.
+with orjson, to check it is JSON and to hash it (``lazymcp.surfaces.admission``): the version hash is
+content-addressed, so two servers with the same tools agree on it. The bytes are not kept, except by a
+``packed`` catalog, which keeps them instead of the dicts (``Packed``): the gateway's, whose hundreds of
+tools would cost three times their JSON as Python objects, and which are mostly listed whole or never read.
 Listings of each (shape, detail) are built on first use and kept, so a lazy ``tools/list`` is a
 slice of a ready list, never a full listing stripped down, and ``tools/describe`` is a dict lookup.
 So are the things only some modes need (§17): each tool's resolved metadata, the categories and the
@@ -15,16 +15,16 @@ The tool dicts are held by reference, not copied: callers hand them over and mus
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import orjson
 
-from lazymcp.protocol.errors import CatalogError, InvalidParams
+from lazymcp.protocol.errors import InvalidParams
 from lazymcp.protocol.messages import SEPARATOR, Detail, Mode, Shape, Tool, ToolStub
 from lazymcp.protocol.names import NameIndex
+from lazymcp.surfaces.admission import admit
 from lazymcp.surfaces.arguments import Check, compile_validator
 from lazymcp.surfaces.metatools import BY_NAME, DESCRIBE_TOOLS, REGISTRY
 from lazymcp.surfaces.options import Options
@@ -53,34 +53,6 @@ def _free_name(name: str, taken: Mapping[str, int]) -> str:
         candidate = f"{META_PREFIX}{name}_{suffix}"
         suffix += 1
     return candidate
-
-
-def _repeated(name: str, position: int, index: Mapping[str, int], owner: str) -> tuple[str, str] | None:
-    if name not in index:
-        return None
-    shown = name if len(name) <= 80 else name[:80] + "…"
-    refusal = f"duplicate tool name {name!r} (tools #{index[name]} and #{position})"
-    return refusal, f"left out a second definition of {owner}'s tool {shown!r}: the first is kept"
-
-
-def _problem(tool: object, position: int, index: Mapping[str, int], owner: str) -> tuple[str, str] | bytes:
-    """``tool``'s JSON, or why it cannot join a catalog that already indexes ``index``: the error that
-    refuses the catalog, and the line that names the tool left out (``owner``: whose tool it is)."""
-    name = tool.get("name") if isinstance(tool, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    if not isinstance(name, str):
-        refusal = f"tool #{position} is not an object with a string 'name'"
-        return refusal, f"left out {owner}'s tool #{position}: not an object with a string 'name'"
-    repeated = _repeated(name, position, index, owner)
-    if repeated is not None:
-        return repeated
-    shown = name if len(name) <= 80 else name[:80] + "…"
-    try:
-        return orjson.dumps(tool)
-    except TypeError as exc:
-        return (
-            f"tool {name!r} is not JSON: {exc}",
-            f"left out {owner}'s tool {shown!r}: it cannot be served as JSON ({exc})",
-        )
 
 
 def _packed_members(stub: ToolStub) -> ToolStub:
@@ -145,46 +117,13 @@ class Catalog:
                 repeats, or a tool is not JSON.
         """
         options = options or Options()
-        tool_list: list[Tool] = []
-        blobs: list[bytes] = []
-        index: dict[str, int] = {}
-        digest = hashlib.sha256()
-
-        def refuse(problem: tuple[str, str]) -> None:
-            if rejected is None:
-                raise CatalogError(problem[0])
-            rejected.append(problem[1])
-
-        def keep(name: str, blob: bytes) -> None:
-            digest.update(len(blob).to_bytes(8, "big"))
-            digest.update(blob)
-            index[name] = len(index)
-
-        if packed and isinstance(tools, Packed):  # already JSON and named: kept as they are
-            for position, (name, blob) in enumerate(zip(tools.names, tools.blobs, strict=True)):
-                repeated = _repeated(name, position, index, owner)
-                if repeated is not None:
-                    refuse(repeated)
-                    continue
-                keep(name, blob)
-                blobs.append(blob)
-        else:
-            for position, tool in enumerate(tools):
-                blob = _problem(tool, position, index, owner)
-                if isinstance(blob, tuple):
-                    refuse(blob)
-                    continue
-                keep(tool["name"], blob)
-                if packed:
-                    blobs.append(bytes(memoryview(blob)))  # an exact copy, as ``pack`` makes
-                else:
-                    tool_list.append(tool)
+        held, index, version = admit(tools, rejected=rejected, owner=owner, packed=packed)
         # The server's own tool wins; a meta-tool takes the first free name (spec §8, §17.7).
         meta_names = {meta.name: _free_name(meta.name, index) for meta in REGISTRY}
         return cls(
-            held=Packed(blobs, index) if packed else tuple(tool_list),
+            held=held,
             index=index,
-            version=digest.hexdigest()[:16],
+            version=version,
             options=options,
             meta_tool=BY_NAME[DESCRIBE_TOOLS].define(meta_names[DESCRIBE_TOOLS], options, "describe"),
             meta_names=meta_names,

@@ -46,6 +46,8 @@ from lazymcp.surfaces.metacalls import (
     core_names,
 )
 from lazymcp.surfaces.metatools import REGISTRY
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.metadata import Metadata, check_author_summaries
 
 
 def listed(mode: Mode) -> tuple[str, ...]:
@@ -186,3 +188,16 @@ def check_configuration(catalog: Catalog) -> None:
         ]
         message = "the configuration names what the server does not have: " + "; ".join(problems)
         raise CatalogError(message, {"unknown": unknown})
+
+
+def check_known_tools(tools: list[Tool], options: Options, declared: Metadata, origin: str | None) -> None:
+    """Check tools known before serving: each ``_meta`` summary fits ``summary_chars``, and a configuration
+    that names tools or categories names only what they have (a catalog is built for that alone).
+
+    Raises:
+        CatalogError: a summary is longer than ``summary_chars``, or the configuration names a tool or
+            category the tools lack (``check_configuration``).
+    """
+    check_author_summaries(tools, options.summary_chars)
+    if options.core_tools or any(metadata.tools or metadata.categories for metadata in (options.metadata, declared)):
+        check_configuration(Catalog.build(tools, options, declared=declared, origin=origin))

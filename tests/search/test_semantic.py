@@ -264,7 +264,7 @@ def test_the_cache_keeps_the_current_catalog_and_drops_the_oldest_others_past_it
 def test_background_embeddings_take_turns_and_a_cheaper_model_goes_first(tmp_path: Path) -> None:
     import time
 
-    from lazymcp.search.semantic import TURNS
+    from lazymcp.search.encoders import TURNS
 
     calls: list[tuple[str, int]] = []
 
