@@ -3,6 +3,8 @@
 The flags are ``lazymcp.cli.flags``'s, what each subcommand does with them ``lazymcp.cli.commands``'s.
 Every failure is one line on stderr naming what failed and a non-zero exit status (``--debug`` adds
 the traceback); ``proxy`` and ``stats`` take the server's command after ``--`` or without it.
+
+May import: anything in the package; nothing imports it but ``lazymcp.__main__``.
 """
 
 from __future__ import annotations
