@@ -8,7 +8,8 @@ actions (``lazymcp.core.actions``); the driver carries them out. The servers' li
   request itself, through ``lazymcp.surfaces.methods.dispatch`` over one ``Catalog`` of every server's tools
   named ``<server><separator><tool>`` (``lazymcp.gateway.namespace``). A call the catalog leaves to a
   server goes to it as the server's own ``tools/call`` under the client's id; its answer comes back as
-  it came.
+  it came. The ``tools/*`` requests, their rate limits and the report of each call are
+  ``lazymcp.gateway.tool_requests``'s.
 - A server's tools come from its manifest until it runs; a server without one is started at once and
   the first ``tools/*`` requests wait for its list, ``first_list_wait`` seconds at most: past it they are
   answered without it, it is named on stderr and in ``describe_tools`` (``unlisted``), and its tools are
@@ -35,32 +36,30 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from lazymcp.access.policy import ANONYMOUS, Grant, Principal
-from lazymcp.access.ratelimit import Limited, Limiter
-from lazymcp.core.actions import Action, Called, Save, Say, Stop, ToClient
+from lazymcp.access.ratelimit import Limiter
+from lazymcp.core.actions import Action, Save, Say, Stop, ToClient
 from lazymcp.core.entries import ServerEntry
 from lazymcp.core.session import ClientSession
 from lazymcp.core.upstream import Asks, Notice, Reply, Tools
 from lazymcp.gateway.handshake import LATEST, Handshakes
 from lazymcp.gateway.merged import DEFAULT_BUDGET, Merged, Seed
-from lazymcp.gateway.namespace import MAX_TOOL_NAME, Namespace
+from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import LISTS, ROUTED, Passthrough
 from lazymcp.gateway.passthrough import PREFIX as GATHER_PREFIX
 from lazymcp.gateway.progress import StartUp
 from lazymcp.gateway.relay import Relay
 from lazymcp.gateway.servers import STALE, Down, Happened, Heard, Servers
+from lazymcp.gateway.tool_requests import LIST_CHANGED_TOOLS, ToolRequests
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.bridge import Envelope, Serializer, is_modern, legacy_params
-from lazymcp.protocol.errors import ConfigError, ErrorCode, LazyMCPError
+from lazymcp.protocol.errors import ConfigError, ErrorCode
 from lazymcp.protocol.jsonrpc import Frame, RequestId
 from lazymcp.protocol.limits import CLIENT_TIMEOUT, FIRST_LIST_WAIT
 from lazymcp.protocol.messages import SEPARATOR, Tool
 from lazymcp.surfaces.catalog import Catalog
-from lazymcp.surfaces.metatools import BY_NAME
-from lazymcp.surfaces.methods import METHODS, Answer
+from lazymcp.surfaces.methods import METHODS
 from lazymcp.surfaces.options import Options
 from lazymcp.tools.manifest import Manifest
-
-LIST_CHANGED_TOOLS = Frame({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 
 
 def _result(request_id: RequestId, result: dict[str, Any]) -> Frame:
@@ -69,35 +68,6 @@ def _result(request_id: RequestId, result: dict[str, Any]) -> Frame:
 
 def _error(request_id: object, code: ErrorCode, text: str, data: object = None) -> Frame:
     return Frame(jsonrpc.error_message(request_id, code, text, data))
-
-
-WATCHED_CALLS = 10_000
-"""Watched calls in flight a session remembers the start of."""
-
-
-def outcome_of(answer: Frame) -> str:
-    """How a ``tools/call`` ended, for the audit line and the metrics."""
-    error = answer.message.get("error")
-    if isinstance(error, dict):
-        code = cast(dict[str, Any], error).get("code")
-        data = jsonrpc.field(cast(dict[str, Any], error).get("data"), "reason")
-        if code == ErrorCode.RATE_LIMITED:
-            return "rate_limited"
-        if data == "unknown_tool" or str(cast(dict[str, Any], error).get("message", "")).startswith("Unknown tool"):
-            return "unknown_tool"
-        return "unavailable" if code == ErrorCode.UPSTREAM_ERROR else "error"
-    return "tool_error" if jsonrpc.field(answer.message.get("result"), "isError") is True else "ok"
-
-
-def _traceparent(frame: Frame) -> str | None:
-    """The W3C trace context a request came with in ``_meta.traceparent`` (at most 55 characters)."""
-    found = jsonrpc.params_meta(frame.message).get("traceparent")
-    return found if isinstance(found, str) and len(found) <= 55 else None
-
-
-def _limited(request_id: object, limited: Limited) -> Frame:
-    text = f"Rate limit reached: {limited.what}; retry in {limited.seconds} s"
-    return _error(request_id, ErrorCode.RATE_LIMITED, text, {"retryAfter": limited.seconds})
 
 
 @dataclass
@@ -133,10 +103,6 @@ class Gateway:
     """The rate limits its calls count against (``lazymcp.access.ratelimit``), shared by every session; None: none."""
     observe: bool = False
     """Report each answered ``tools/call`` (``Called``: the audit line, the metrics)."""
-    _started: dict[tuple[str, object], tuple[str, str, float, str | None]] = field(
-        init=False, default_factory=lambda: {}
-    )
-    """Watched calls sent to their servers, by id: (server, tool, when, traceparent)."""
     command: str = "gateway"
     isolates_servers: bool = True
     servers: Servers = field(init=False)
@@ -144,8 +110,8 @@ class Gateway:
     session: ClientSession = field(init=False)
     passthrough: Passthrough = field(init=False)
     relay: Relay = field(init=False)
+    tool_requests: ToolRequests = field(init=False)
     handshakes: Handshakes = field(init=False)
-    _envelope: Envelope = field(init=False)
     startup: StartUp = field(init=False, default_factory=StartUp)
 
     def __post_init__(self) -> None:
@@ -162,7 +128,10 @@ class Gateway:
         self.session = ClientSession.of(self.serialize)
         self.relay = Relay(self.servers, self.session)
         self.session.bridge.upstream_init = self.handshakes.result(LATEST)  # what server/discover tells
-        self._envelope = Envelope(server_info=self.client_info)  # what a 2026 client's results are stamped with
+        envelope = Envelope(server_info=self.client_info)  # what a 2026 client's results are stamped with
+        self.tool_requests = ToolRequests(
+            self.merged, self.servers, self.session, envelope, self._call, self.principal, self.limiter, self.observe
+        )
 
     def entry(self, server: str) -> ServerEntry:
         return self.servers[server].entry
@@ -236,12 +205,7 @@ class Gateway:
         if method in ("ping", "logging/setLevel"):
             return [self._answer(_result(request_id, {}))]
         if method in METHODS:
-            if self.servers.discovering:
-                if not self.session.waiting:
-                    self.servers.await_lists(now)
-                self.session.waiting.append(frame)
-                return []
-            return self._tools(frame, now)
+            return self.tool_requests.request(frame, now)
         if method in LISTS:
             return self._gather(request_id, method, params, now)
         if method in ROUTED:
@@ -266,79 +230,6 @@ class Gateway:
         if frame.method not in METHODS:  # answered by a server, or by the gateway: enveloped on the way out
             self.session.sent_on(frame.id, cast(str, frame.method))
         return actions + self._request(frame.changed(params=legacy_params(params)), now)
-
-    def _tools(self, frame: Frame, now: float) -> list[Action]:
-        """A ``tools/*`` request through the one door: answered here, or a call for its server (a call
-        answered here is reported at once when watched, one sent on when its server answers)."""
-        actions = self._tools_answer(frame, now)
-        if self.observe and frame.message["method"] == "tools/call":
-            key = jsonrpc.id_key(frame.id)
-            for action in actions:
-                if (
-                    isinstance(action, ToClient)
-                    and "method" not in action.frame.message
-                    and action.frame.id == frame.id
-                ):
-                    server, tool, _, _ = self._started.pop(
-                        key, (None, str(frame.params.get("name"))[:MAX_TOOL_NAME], now, None)
-                    )
-                    outcome = outcome_of(action.frame)
-                    if outcome == "tool_error" and server is None and self._unknown(tool):
-                        outcome = "unknown_tool"  # answered as an isError result with the closest names
-                    if outcome == "unknown_tool" and self.grant is not None and not self.grant(tool):
-                        outcome = "denied"  # to the client, as unknown; to the operator, refused by the policy
-                    actions.append(Called(self.principal.key, server, tool, outcome, 0.0, _traceparent(frame)))
-                    break
-        return actions
-
-    def _unknown(self, name: str) -> bool:
-        """Is ``name`` neither a tool of this session's catalog nor a meta-tool?"""
-        return name not in self.catalog.index and name not in BY_NAME
-
-    def _tools_answer(self, frame: Frame, now: float) -> list[Action]:
-        message = frame.message
-        request_id: RequestId = message["id"]
-        method: str = message["method"]
-        params = frame.params
-        if self.limiter is not None and method == "tools/call":
-            limited = self.limiter.admit(self.principal.key, now)
-            if limited is not None:
-                return [ToClient(_limited(request_id, limited))]
-        modern = self.session.modern
-        caller = self.session.caller(
-            params,
-            modern=modern,
-            dynamic=self.catalog.options.mode == "dynamic",
-            envelope=self._envelope,
-        )
-        try:
-            outcome = self.merged.answer(
-                method, message.get("params"), caller, self.servers.down, self.servers.unlisted
-            )
-        except LazyMCPError as exc:
-            return [ToClient(_error(request_id, exc.code, exc.message, exc.data))]
-        if isinstance(outcome, Answer):
-            answer = _result(request_id, outcome.result)
-            if outcome.changed:  # tell the client, and answer once it has listed again (core/relist.py)
-                self.session.relist.hold(answer, now)
-                return [ToClient(LIST_CHANGED_TOOLS)]
-            held = self.session.relist.relisted() if method == "tools/list" else []
-            return [ToClient(answer), *(ToClient(frame) for frame in held)]
-        if outcome.server is None:
-            text = f"Unknown tool: {outcome.name!r}"
-            return [ToClient(_error(request_id, ErrorCode.INVALID_PARAMS, text, {"name": outcome.name}))]
-        if self.observe:
-            self._watch_call(request_id, outcome.server, str(outcome.name), now, _traceparent(frame))
-        if self.limiter is not None:
-            limited = self.limiter.admit_server(self.principal.key, outcome.server, now)
-            if limited is not None:
-                return [ToClient(_limited(request_id, limited))]
-        if modern:
-            self.session.sent_on(request_id, "tools/call")
-        call_params = {**params, "name": outcome.name}
-        if outcome.arguments is not None:
-            call_params["arguments"] = outcome.arguments
-        return self._call(outcome.server, frame.changed(params=call_params), now)
 
     def _call(self, server: str, frame: Frame, now: float) -> list[Action]:
         """Send a request the gateway has decided to its server."""
@@ -404,19 +295,8 @@ class Gateway:
         request_id = frame.id
         if isinstance(request_id, str) and request_id.startswith(GATHER_PREFIX):
             return self._part(server, frame)
-        if self._started:
-            started = self._started.pop(jsonrpc.id_key(request_id), None)
-            if started is not None:
-                seconds = now - started[2]
-                called = Called(self.principal.key, started[0], started[1], outcome_of(frame), seconds, started[3])
-                return [self._answer(frame), called]
-        return [self._answer(frame)]
-
-    def _watch_call(self, request_id: object, server: str, tool: str, now: float, traceparent: str | None) -> None:
-        """A watched call leaves for its server: when, to report it with its answer."""
-        self._started[jsonrpc.id_key(request_id)] = (server, tool, now, traceparent)
-        if len(self._started) > WATCHED_CALLS:  # cancelled calls a server never answers: the oldest go
-            del self._started[next(iter(self._started))]
+        called = self.tool_requests.answered(frame, now)
+        return [self._answer(frame)] if called is None else [self._answer(frame), called]
 
     def _answer(self, frame: Frame) -> ToClient:
         """The one door of answers to the client (a 2026 client's get their envelope here)."""
@@ -467,7 +347,7 @@ class Gateway:
             method = LIST_CHANGED_TOOLS.message["method"]
             changed = self.session.listeners(method) if self.session.modern else [LIST_CHANGED_TOOLS]
             actions += [ToClient(frame) for frame in changed]
-        return actions + self._release_waiting(now)
+        return actions + self.tool_requests.release(now)
 
     # --- faults ---------------------------------------------------------------------------------------
 
@@ -479,17 +359,7 @@ class Gateway:
             actions += self._reply(down.server, answer, now)
         actions += self.startup.answered(down.server, None, len(self.catalog), now)
         if self.servers[down.server].tools is None:  # no list to show for it: the others are not kept waiting
-            actions += self._release_waiting(now)
-        return actions
-
-    def _release_waiting(self, now: float) -> list[Action]:
-        """Answer the ``tools/*`` requests that waited for the first lists, once none is awaited."""
-        if self.servers.discovering:
-            return []
-        waiting, self.session.waiting = self.session.waiting, []
-        actions: list[Action] = []
-        for frame in waiting:
-            actions += self._tools(frame, now)
+            actions += self.tool_requests.release(now)
         return actions
 
     def interrupt(self, reason: str, now: float) -> list[Action]:
@@ -499,19 +369,13 @@ class Gateway:
             if server.life.running:
                 happened = self.servers.fail(server.name, reason, now)
                 actions += [a for a in self._happened(happened, now) if not isinstance(a, Stop)]
-        waiting, self.session.waiting = self.session.waiting, []
-        for frame in waiting:
-            text = f"The gateway stopped: {reason}"
-            actions.append(ToClient(_error(frame.message["id"], ErrorCode.UPSTREAM_ERROR, text)))
-        return actions
+        return actions + self.tool_requests.interrupted(reason)
 
     def expire(self, now: float) -> list[Action]:
         """Fail every server that has left a request unanswered past the timeout; answer the ``tools/*``
         requests that waited ``first_list_wait`` for the first lists without the servers still starting."""
         actions: list[Action] = [ToClient(held) for held in self.session.relist.due(now)]
-        if self.session.waiting and self.servers.listing_overdue(now):
-            actions += [*self.servers.give_up_on_listing(), *self._release_waiting(now)]
-        return actions + self._happened(self.servers.expire(now), now)
+        return actions + self.tool_requests.overdue(now) + self._happened(self.servers.expire(now), now)
 
     # --- the merged catalog ---------------------------------------------------------------------------
 

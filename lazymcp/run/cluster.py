@@ -13,9 +13,9 @@ another instance sent on to its owner (``lazymcp.run.forward``).
   forwarded already, is looked up (each owner found is kept, up to ``KNOWN_OWNERS``); one of another
   principal gets 404 here, before it leaves, and the owner checks the token again.
 - Redis unreachable (``LOST_AFTER`` calls failed in a row; each is bounded by ``REDIS_WAIT``, never
-  retried): the instance serves the sessions it owns, opens new ones, says ``degraded`` on ``/readyz``,
-  and logs one line when Redis is lost and one when it is back; its next heartbeat then writes every
-  session it owns again, those opened meanwhile too.
+  retried: ``lazymcp.run.redis_link``): the instance serves the sessions it owns, opens new ones, says
+  ``degraded`` on ``/readyz``, and logs one line when Redis is lost and one when it is back; its next
+  heartbeat then writes every session it owns again, those opened meanwhile too.
 - Rate limits are counted in each instance and reconciled through Redis in the background
   (``lazymcp.run.cluster_rates``); Redis unreachable, each instance counts alone.
 """
@@ -35,17 +35,16 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from lazymcp.protocol.errors import ConfigError
 from lazymcp.protocol.limits import Limits
 from lazymcp.protocol.messages import Tool
 from lazymcp.run.cluster_lists import SharedLists
 from lazymcp.run.cluster_rates import SharedCounter
 from lazymcp.run.forward import FORWARDED_HEADER, Forwarder, Owner
+from lazymcp.run.http_checks import SESSION_HEADER, principal_of, speaks_modern
 from lazymcp.run.notices import say
+from lazymcp.run.redis_link import REDIS_ERRORS, REDIS_WAIT, connect, where
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
-
     from lazymcp.core.entries import ServerEntry
     from lazymcp.run.driver import Driver
 
@@ -53,25 +52,11 @@ HEARTBEAT = 1.0
 """Seconds between two writes of the sessions an instance owns."""
 SESSION_TTL = 5
 """Seconds a session's record outlives its owner's last heartbeat."""
-REDIS_WAIT = 1.0
-"""Seconds to connect to Redis, and to read one answer of its; a call as a whole waits twice that."""
 LOST_AFTER = 2
 """Calls to Redis failed in a row before it counts as lost: one slow answer on a busy machine is not."""
 KNOWN_OWNERS = 16_384
 """Sessions whose owner is remembered here, so that only a session's first forwarded request asks Redis."""
 PREFIX = "lazymcp:session:"
-
-
-def _redis_errors() -> tuple[type[BaseException], ...]:
-    try:
-        from redis.exceptions import RedisError
-    except ImportError:
-        return (OSError, asyncio.TimeoutError)
-    return (RedisError, OSError, asyncio.TimeoutError)
-
-
-REDIS_ERRORS = _redis_errors()
-"""What a call to Redis that cannot reach it raises."""
 
 
 class Owned(Protocol):
@@ -94,29 +79,6 @@ def _canonical(value: object) -> object:
     if isinstance(value, frozenset | set):
         return sorted(repr(item) for item in cast(frozenset[object], value))
     return value if value is None or isinstance(value, str | int | float | bool) else repr(value)
-
-
-def connect(url: str) -> Redis:
-    """A client of the Redis at ``url``, each call bounded by ``REDIS_WAIT`` and never retried.
-
-    Raises:
-        ConfigError: the ``redis`` client is not installed, or the URL is not one.
-    """
-    try:
-        from redis.asyncio import Redis
-        from redis.asyncio.retry import Retry
-        from redis.backoff import NoBackoff
-    except ImportError:
-        raise ConfigError("--redis needs the redis client: pip install 'lazymcp[redis]'") from None
-    try:
-        return Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
-            url,
-            socket_timeout=REDIS_WAIT,
-            socket_connect_timeout=REDIS_WAIT,
-            retry=Retry(NoBackoff(), 0),
-        )
-    except ValueError as exc:
-        raise ConfigError(f"--redis {url!r}: {exc}") from None
 
 
 class Cluster:
@@ -153,20 +115,14 @@ class Cluster:
             self.up = False
             say(
                 "gateway",
-                f"Redis lost at {self._where()}: {str(exc) or type(exc).__name__}; serving this instance's sessions",
+                f"Redis lost at {where(self.url)}: {str(exc) or type(exc).__name__}; serving this instance's sessions",
             )
 
     def _back(self) -> None:
         self._failures = 0
         if not self.up:
             self.up = True
-            say("gateway", f"Redis back at {self._where()}: this instance's sessions are routed again", logging.INFO)
-
-    def _where(self) -> str:
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(self.url)
-        return f"{parts.hostname}:{parts.port or 6379}"  # never the password a URL may carry
+            say("gateway", f"Redis back at {where(self.url)}: this instance's sessions are routed again", logging.INFO)
 
     async def start(self, sessions: Mapping[str, Owned], drivers: Callable[[], Iterable[Driver]]) -> None:
         """Begin the heartbeat over ``sessions`` (the front's own table, read at each beat), and take the
@@ -275,18 +231,14 @@ class Cluster:
         """The owner's answer to a request for a 2025-11-25 session another instance owns; None when this
         instance answers it (no session named, its own session, a 2026-07-28 request, one forwarded
         already, a session nobody owns)."""
-        from lazymcp.run.http_front import MODERN_VERSIONS, PROTOCOL_HEADER, SESSION_HEADER
-
         session_id = request.headers.get(SESSION_HEADER)
         if not session_id or session_id in sessions or FORWARDED_HEADER in request.headers:
             return None
-        if request.headers.get(PROTOCOL_HEADER) in MODERN_VERSIONS:
+        if speaks_modern(request):
             return None
         owner = await self.owner_of(session_id)
         if owner is None or owner.instance == self.id:
             return None
-        from lazymcp.run.http_checks import principal_of
-
         if owner.principal != principal_hash(principal_of(request)):  # another principal's: as if there were none
             return None
         answer = await self.forwarder.forward(request, owner, limits, lambda: self._still_owned(session_id))

@@ -30,6 +30,7 @@ import orjson
 
 from lazymcp.protocol.messages import Tool
 from lazymcp.run.manifests import ManifestStore, manifest_key
+from lazymcp.run.redis_link import REDIS_ERRORS, connect, where
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -217,7 +218,6 @@ async def warm(redis: Redis, store: ManifestStore, entries: Sequence[ServerEntry
 def warm_start(url: str, store: ManifestStore, entries: Sequence[ServerEntry]) -> int | None:
     """Before the gateway starts: ``warm`` from the Redis at ``url``, on a client of its own; None (and
     nothing written) when Redis cannot be reached, the instance then starting from its own store."""
-    from lazymcp.run.cluster import REDIS_ERRORS, connect
 
     async def fetch() -> int:
         redis = connect(url)
@@ -237,8 +237,6 @@ class Refreshed:
     announced to the running instances (which take them as any instance's), on a client of its own."""
 
     def __init__(self, url: str, entries: Sequence[ServerEntry]) -> None:
-        from lazymcp.run.cluster import REDIS_ERRORS, connect
-
         self.url = url
         self.lists = SharedLists("refresh", entries)
         self.lists.redis, self.lists.errors = connect(url), REDIS_ERRORS
@@ -250,8 +248,6 @@ class Refreshed:
 
     async def sent(self) -> bool:
         """Once every manifest is sent (each bounded): whether Redis took them all; one line if not."""
-        from urllib.parse import urlsplit
-
         from lazymcp.run.notices import say
 
         await asyncio.gather(*self.lists.sending(), return_exceptions=True)
@@ -262,8 +258,6 @@ class Refreshed:
             pass
         if self.failure is None:
             return True
-        parts = urlsplit(self.url)  # never the password a URL may carry
-        where = f"{parts.hostname}:{parts.port or 6379}"
         why = str(self.failure) or type(self.failure).__name__
-        say("gateway", f"Redis at {where} did not take the manifests ({why}): they are kept here only")
+        say("gateway", f"Redis at {where(self.url)} did not take the manifests ({why}): they are kept here only")
         return False

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
     from lazymcp.access.bearer import Access
+    from lazymcp.run.cluster import Cluster
+    from lazymcp.run.http_front import HttpFront
     from lazymcp.run.metrics import Metrics
 
 
@@ -284,53 +286,19 @@ def run_gateway(
     launch = Launch(config, options, **choices)
     if launch.refresh:
         return asyncio.run(refresh(launch, cluster[0] if cluster is not None else None))
-    if launch.audit:
-        observe.watch(observe.AUDIT)
-    metrics = metrics_of(launch, http)
-    if traces.asked():
-        observe.tracing = traces.Traces()
-        observe.watch(observe.tracing)
-    peers = None
-    if cluster is not None and http is not None:  # the Redis client is loaded only for --redis
-        from lazymcp.run.cluster import Cluster
-        from lazymcp.run.cluster_lists import warm_start
-
-        peers = Cluster(*cluster, config.enabled)
-        store = ManifestStore(cache_dir(), on_saved=peers.lists.saved)
-        peers.lists.store = store
-        warmed = warm_start(cluster[0], store, config.enabled)
-        if warmed:
-            say("gateway", f"{plural(warmed, 'manifest')} taken from Redis", logging.INFO)
-    else:
-        store = ManifestStore(cache_dir())
+    metrics = _watchers(launch, http)
+    store, peers = _store(config, cluster if http is not None else None)
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
-    policy = config.access
-    if policy is not None:  # a pattern naming no server or no tool stops it too
-        check_policy(policy, known_tools(first), config.separator, config.source)
-        known = access.principal_names() if access is not None else None
-        unknown = [name for name in policy.token_names() if known is not None and name not in known]
-        if unknown:  # perhaps a token not issued yet; perhaps a typo
-            say(
-                "gateway",
-                f"{config.source}: 'lazymcp.access' names {', '.join(map(repr, unknown))}, no token of the token file",
-            )
+    _check_access(first, config, access)
     limiter = limiter_of(launch, peers.rates if peers is not None else None)
     LOGGER.info(start_line(first, config.source, http, launch.eager, access))
     if http is not None:
-        from lazymcp.run.http_front import IDLE_SECONDS, HttpFront, serve_front
+        from lazymcp.run.http_front import IDLE_SECONDS, HttpFront
+        from lazymcp.run.http_serve import serve_front
         from lazymcp.run.shared_servers import SharedServers
 
-        seeds: dict[Grant | None, Seed | None] = {None: first.seed}
-
-        def session_core(principal: Principal) -> Gateway:
-            grant = None if policy is None else policy.grant(principal)
-            # each session its own core, over one catalog for each grant while its manifests last
-            core = build_gateway(launch, store, seeds.get(grant), grant, principal=principal, limiter=limiter)
-            seeds[grant] = core.seed
-            return core
-
         front = HttpFront(
-            session_core,
+            _session_cores(launch, store, first.seed, limiter),  # each session its own core
             launch.limits,
             http[0],
             allow_hosts=allow_hosts,
@@ -342,14 +310,86 @@ def run_gateway(
             cluster=peers,
             connector=SharedServers(IDLE_SECONDS).connector,  # a principal's sessions share its servers
         )
-        routes: list[BaseRoute] = []
-        if metrics is not None:
-            metrics.count_sessions(lambda: len(front.sessions) + len(front.moderns))
-            if launch.metrics is None:
-                from lazymcp.run.metrics import metrics_route
-
-                routes.append(metrics_route(metrics, front))
-        return serve_front(front, http, routes)
+        return serve_front(front, http, _metrics_routes(launch, metrics, front))
+    policy = config.access
     if policy is not None or limiter is not None:  # a stdio client shows no credentials: it is anonymous
         first = build_gateway(launch, store, first.seed, policy and policy.grant(ANONYMOUS), limiter=limiter)
     return asyncio.run(run_stdio(first, store=store, eager=launch.eager))
+
+
+def _watchers(launch: Launch, http: tuple[str, int] | None) -> Metrics | None:
+    """The watchers of calls asked for, watching from now on: the audit line, the metrics (returned; None:
+    none) and the traces."""
+    if launch.audit:
+        observe.watch(observe.AUDIT)
+    metrics = metrics_of(launch, http)
+    if traces.asked():
+        observe.tracing = traces.Traces()
+        observe.watch(observe.tracing)
+    return metrics
+
+
+def _store(config: GatewayConfig, cluster: tuple[str, str] | None) -> tuple[ManifestStore, Cluster | None]:
+    """The manifest store, and with ``cluster`` (``--redis`` URL, advertised address) the peers it is shared
+    with, its manifests first warmed from theirs in Redis; None: no peers."""
+    if cluster is None:
+        return ManifestStore(cache_dir()), None
+    from lazymcp.run.cluster import Cluster  # the Redis client is loaded only for --redis
+    from lazymcp.run.cluster_lists import warm_start
+
+    peers = Cluster(*cluster, config.enabled)
+    store = ManifestStore(cache_dir(), on_saved=peers.lists.saved)
+    peers.lists.store = store
+    warmed = warm_start(cluster[0], store, config.enabled)
+    if warmed:
+        say("gateway", f"{plural(warmed, 'manifest')} taken from Redis", logging.INFO)
+    return store, peers
+
+
+def _check_access(first: Gateway, config: GatewayConfig, access: Access | None) -> None:
+    """A policy pattern naming no server or no tool stops the gateway; a token name the token file does not
+    know is said on stderr.
+
+    Raises:
+        ConfigError: the policy names what is not there.
+    """
+    policy = config.access
+    if policy is None:
+        return
+    check_policy(policy, known_tools(first), config.separator, config.source)
+    known = access.principal_names() if access is not None else None
+    unknown = [name for name in policy.token_names() if known is not None and name not in known]
+    if unknown:  # perhaps a token not issued yet; perhaps a typo
+        say(
+            "gateway",
+            f"{config.source}: 'lazymcp.access' names {', '.join(map(repr, unknown))}, no token of the token file",
+        )
+
+
+def _session_cores(
+    launch: Launch, store: ManifestStore, seed: Seed | None, limiter: Limiter | None
+) -> Callable[[Principal], Gateway]:
+    """How an HTTP front builds each session's core, for the principal that opens it: over one catalog for
+    each grant while its manifests last (``seed``: the first core's)."""
+    policy = launch.config.access
+    seeds: dict[Grant | None, Seed | None] = {None: seed}
+
+    def session_core(principal: Principal) -> Gateway:
+        grant = None if policy is None else policy.grant(principal)
+        core = build_gateway(launch, store, seeds.get(grant), grant, principal=principal, limiter=limiter)
+        seeds[grant] = core.seed
+        return core
+
+    return session_core
+
+
+def _metrics_routes(launch: Launch, metrics: Metrics | None, front: HttpFront) -> list[BaseRoute]:
+    """``/metrics`` beside the front's ``/mcp``, counting its sessions, unless ``--metrics`` serves it apart."""
+    if metrics is None:
+        return []
+    metrics.count_sessions(lambda: len(front.sessions) + len(front.moderns))
+    if launch.metrics is not None:
+        return []
+    from lazymcp.run.metrics import metrics_route
+
+    return [metrics_route(metrics, front)]

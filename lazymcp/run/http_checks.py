@@ -1,7 +1,8 @@
 """What an HTTP front checks before a request reaches a session: the Host and Origin it came with
 (DNS-rebinding and cross-site protection, as the MCP transport asks of every server), its content type,
-the shape of its message, and who its principal is. The Host and Origin rule (``Guard``) is the one of
-every front: the proxy's and the gateway's, and ``serve --http``'s, whose SDK app it wraps.
+the shape of its message, who its principal is, and the session and protocol version its headers name.
+The Host and Origin rule (``Guard``) is the one of every front: the proxy's and the gateway's, and
+``serve --http``'s, whose SDK app it wraps.
 """
 
 from __future__ import annotations
@@ -19,6 +20,15 @@ from lazymcp.access.policy import ANONYMOUS, Principal
 from lazymcp.local.addresses import LOOPBACK, is_loopback
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.errors import ErrorCode
+
+SESSION_HEADER = "mcp-session-id"
+PROTOCOL_HEADER = "mcp-protocol-version"
+MODERN_VERSIONS = frozenset({"2026-07-28"})
+
+
+def speaks_modern(request: Request) -> bool:
+    """Whether a request names a 2026-07-28 protocol version, whose requests need no session."""
+    return request.headers.get(PROTOCOL_HEADER) in MODERN_VERSIONS
 
 
 def principal_of(request: Request) -> Principal:

@@ -24,7 +24,7 @@ a ``text/plain`` POST without a CORS preflight.
 
 Beside ``/mcp``: ``/healthz`` and ``/readyz`` for a load balancer (``lazymcp.run.health``); with a
 ``Cluster`` (``--redis``), a request of a session another instance owns is answered by that owner
-(``lazymcp.run.cluster``).
+(``lazymcp.run.cluster``). A front is served, until a signal, by ``lazymcp.run.http_serve``.
 """
 
 from __future__ import annotations
@@ -44,11 +44,12 @@ from lazymcp.core.actions import Core
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.errors import ErrorCode
 from lazymcp.protocol.jsonrpc import Frame
-from lazymcp.protocol.limits import DropOldest, Limits, fix_mmap_threshold
+from lazymcp.protocol.limits import DropOldest, Limits
 from lazymcp.run import observe
 from lazymcp.run.driver import Driver
 from lazymcp.run.health import health_routes
 from lazymcp.run.http_checks import (
+    SESSION_HEADER,
     Guard,
     disconnected,
     error_response,
@@ -57,6 +58,7 @@ from lazymcp.run.http_checks import (
     read_body,
     refuse_non_json,
     retry_after,
+    speaks_modern,
     with_trace_context,
 )
 from lazymcp.run.http_sessions import HttpSession, busy, event_stream
@@ -68,9 +70,6 @@ if TYPE_CHECKING:
     from lazymcp.run.connections import Connection
     from lazymcp.run.manifests import ManifestStore
 
-SESSION_HEADER = "mcp-session-id"
-PROTOCOL_HEADER = "mcp-protocol-version"
-MODERN_VERSIONS = frozenset({"2026-07-28"})
 IDLE_SECONDS = 30 * 60
 """A 2025 client session with no request for this long is ended (clients often never send DELETE)."""
 ANSWER_GRACE = 5.0
@@ -273,7 +272,7 @@ class HttpFront:
         frame = with_trace_context(frame, request.headers.get("traceparent"))
         message = frame.message
         method = message.get("method")
-        modern = request.headers.get(PROTOCOL_HEADER) in MODERN_VERSIONS
+        modern = speaks_modern(request)
         headers: dict[str, str] = {}
         principal = principal_of(request)
         if modern:
@@ -387,30 +386,3 @@ def new_session(sessions: dict[str, S], side: S, headers: dict[str, str]) -> S:
     sessions[session_id] = side
     headers[SESSION_HEADER] = session_id
     return side
-
-
-def serve_front(front: HttpFront, http: tuple[str, int], routes: Sequence[BaseRoute] = ()) -> int:
-    """Serve ``front`` at ``http`` (host, port), with any other ``routes`` beside ``/mcp``, until SIGTERM
-    or SIGINT; the exit status."""
-    import uvicorn
-
-    fix_mmap_threshold()
-    from lazymcp.run.http_writes import front_protocol
-
-    host, port = http
-    config = uvicorn.Config(
-        front.app(routes),
-        host=host,
-        port=port,
-        http=front_protocol(among_peers=front.cluster is not None),
-        log_level="warning",
-        timeout_graceful_shutdown=2,
-    )
-
-    class Server(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            front.stopping()
-            super().handle_exit(sig, frame)
-
-    Server(config).run()
-    return 0

@@ -1,4 +1,4 @@
-"""How uvicorn reads and writes an HTTP front's connections (``serve_front``).
+"""How uvicorn reads and writes an HTTP front's connections (``lazymcp.run.http_serve``).
 
 - A front on its own keeps uvicorn's h11 server, as it always has.
 - A front among peers (``--redis``) pays for its requests twice when they are forwarded: the instance a

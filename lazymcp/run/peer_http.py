@@ -33,7 +33,9 @@ class PeerTimeout(Exception):
     """The peer took longer than the answer wait."""
 
 
-class Answer:
+class PeerAnswer:
+    """A peer's whole answer to one request."""
+
     def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
         self.status = status
         self.headers = headers
@@ -65,7 +67,7 @@ def request_head(method: str, path: str, fields: Sequence[tuple[str, str]]) -> b
     return "\r\n".join(lines).encode("latin-1")
 
 
-async def read_answer(reader: asyncio.StreamReader) -> tuple[Answer, bool]:
+async def read_answer(reader: asyncio.StreamReader) -> tuple[PeerAnswer, bool]:
     """One whole answer, and whether its connection may carry another.
 
     Raises:
@@ -110,7 +112,7 @@ async def read_answer(reader: asyncio.StreamReader) -> tuple[Answer, bool]:
         if len(body) > MAX_ANSWER:
             raise PeerUnreachable(f"an answer past {MAX_ANSWER} bytes")
         reusable = False
-    return Answer(status, headers, body), reusable
+    return PeerAnswer(status, headers, body), reusable
 
 
 async def _chunked(reader: asyncio.StreamReader) -> bytes:
@@ -149,7 +151,7 @@ class PeerPool:
         *,
         connect_wait: float,
         answer_wait: float,
-    ) -> Answer:
+    ) -> PeerAnswer:
         """Send one request and read its whole answer.
 
         Raises:
@@ -195,7 +197,7 @@ class PeerPool:
 
     async def _exchange(
         self, connection: _Connection, method: str, path: str, fields: list[tuple[str, str]], body: bytes
-    ) -> Answer:
+    ) -> PeerAnswer:
         connection.reusable = False
         connection.writer.write(request_head(method, path, fields) + body)
         await connection.writer.drain()

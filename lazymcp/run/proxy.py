@@ -61,7 +61,8 @@ def run_proxy(
         from lazymcp.run.stdio import run_stdio
 
         return asyncio.run(run_stdio(proxy_core(upstream, options, limits)))
-    from lazymcp.run.http_front import HttpFront, serve_front
+    from lazymcp.run.http_front import HttpFront
+    from lazymcp.run.http_serve import serve_front
 
     host, _ = http
     warning = open_front_warning(host, allow_hosts, allow_origins) if access is None else None
