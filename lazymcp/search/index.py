@@ -58,7 +58,7 @@ POOL: Final = 50
 RANKER_ENV: Final = "LAZYMCP_RANKER"
 """``bm25`` keeps the stdlib ranker even where the ``semantic`` extra is installed; unset or ``auto``: the best."""
 
-_log = logging.getLogger("lazymcp.search.index")
+_log = logging.getLogger("lazymcp.search")
 Merge = Callable[[Sequence[Sequence[tuple[int, float]]], Sequence[tuple[int, float]], int], list[tuple[int, float]]]
 
 
@@ -69,7 +69,7 @@ def default_ranker(servers: Mapping[str, str] | None = None) -> RankerFactory:
     ``servers`` gives each server's description where the front end knows it (a gateway).
 
     ``LAZYMCP_RANKER=bm25`` keeps BM25F. A semantic ranker that fails to build (a broken install; an
-    unwritable cache is no failure) falls back to BM25F with a warning on the ``lazymcp.search.index`` logger.
+    unwritable cache is no failure) falls back to BM25F with a warning on the ``lazymcp.search`` logger.
     """
 
     def stdlib(documents: Sequence[Document]) -> Ranker:

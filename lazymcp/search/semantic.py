@@ -31,7 +31,7 @@ from lazymcp.search.ranking import Document, Ranker, RankerFactory, parameters
 from lazymcp.search.terms import normalize_name
 from lazymcp.tools.stubs import ELLIPSIS
 
-_log = logging.getLogger("lazymcp.search.semantic")
+_log = logging.getLogger("lazymcp.semantic")
 
 __all__ = [
     "E5_MODEL",
