@@ -3,11 +3,15 @@ waits every test uses (on an event, or on a condition with a deadline)."""
 
 from __future__ import annotations
 
+import collections
+import fcntl
 import inspect
 import json
 import os
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import tempfile
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +55,90 @@ def initialize_request(client: str = "t", request_id: int = 1) -> dict[str, Any]
     info = {"name": client, "version": "1"}
     params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info}
     return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}
+
+
+# --- the run: slow tests first, and each xdist group on one worker ------------------------------------
+
+SLOW_FIRST = (
+    "tests/interop/test_conformance.py",
+    "tests/clients/",
+    "tests/docs/test_bench.py",
+    "tests/run/test_cluster",
+    "tests/gateway/test_gateway.py",
+    "tests/core/test_proxy_everything.py",
+    "tests/interop/",
+    "tests/run/",
+    "tests/gateway/",
+    "tests/core/",
+    "tests/access/",
+)
+"""Where the slowest tests are, slowest first: they are handed to the workers before the rest, which then
+fill the gaps (a slow test left for the end would run while the other workers sit idle)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.partition("::")[0]
+        return next((n for n, prefix in enumerate(SLOW_FIRST) if path.startswith(prefix)), len(SLOW_FIRST))
+
+    items.sort(key=rank)  # stable: each place keeps its tests in their order
+    worker: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if worker is not None and GROUPS_INPUT in worker:
+        groups = {}
+        for item in items:
+            mark = item.get_closest_marker("xdist_group")
+            if mark is not None:
+                groups[item.nodeid] = str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+        (Path(worker[GROUPS_INPUT]) / f"{worker['workerid']}.json").write_text(json.dumps(groups))
+
+
+GROUPS_INPUT = "lazymcp_xdist_groups"
+"""The key of the worker input naming the directory where each worker writes the groups it collected."""
+_groups: list[Path] = []
+
+
+def _groups_directory() -> Path:
+    if not _groups:
+        _groups.append(Path(tempfile.mkdtemp(prefix="lazymcp-test-groups-")))
+    return _groups[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput[GROUPS_INPUT] = str(_groups_directory())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``, its groups read from the ``xdist_group`` marks the workers collected: xdist's own
+    finds them in node ids it rewrites, which pytest 9.2 no longer lets it do. A test without a group is a
+    unit of its own; a group's tests all go to one worker, so that its module fixture is made once."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    directory = _groups_directory()
+
+    class MarkedGroups(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.rfind("@") > nodeid.rfind("]"):  # a node id xdist could rewrite
+                return nodeid.rpartition("@")[2]
+            if self.groups is None:  # the workers wrote them before they reported their collection
+                self.groups = {}
+                for path in sorted(directory.glob("*.json")):
+                    self.groups.update(json.loads(path.read_text()))
+            return self.groups.get(nodeid, nodeid)
+
+    return MarkedGroups(config, log)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _groups and not hasattr(config, "workerinput"):
+        import shutil
+
+        shutil.rmtree(_groups.pop(), ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -205,13 +293,39 @@ async def lazy_http_server(lazy: Any, *, stateless: bool, within: float = 15.0) 
                     await stopped.wait()
 
 
+PORT_MARKS = Path(tempfile.gettempdir()) / "lazymcp-test-ports"
+"""One lock file per port handed out by ``free_port``, shared by every test process on the machine."""
+PORT_HOLD = 120.0
+"""Seconds a port handed out stays reserved: its server has bound it long before."""
+_held_ports: collections.deque[tuple[float, int]] = collections.deque()
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now (loopback only)."""
+    """A TCP port on 127.0.0.1 that nothing listens on now (loopback only), and that no other test process
+    (another xdist worker, another checkout's run) is handed before this one's server has bound it.
+
+    The kernel picks a free port; a lock on that port's file in ``PORT_MARKS``, held by this process for
+    ``PORT_HOLD`` seconds, keeps other processes' ``free_port`` from handing it out meanwhile (and this
+    process's own: a test may take several ports before starting what binds them)."""
     import socket
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    now = time.monotonic()
+    while _held_ports and now - _held_ports[0][0] > PORT_HOLD:
+        os.close(_held_ports.popleft()[1])  # closing the file releases its lock
+    PORT_MARKS.mkdir(exist_ok=True)
+    for _ in range(200):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        mark = os.open(PORT_MARKS / str(port), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            fcntl.flock(mark, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(mark)  # held: handed to another process (or this one) a moment ago
+            continue
+        _held_ports.append((now, mark))
+        return port
+    raise RuntimeError(f"no free port that {PORT_MARKS} does not hold")
 
 
 def shared_catalog(name: str) -> list[dict[str, Any]]:
@@ -336,8 +450,34 @@ def build_lazy(**settings: Any) -> Any:
     return server
 
 
+# --- what the tests install from the registries ------------------------------------------------------
+
+TEST_CACHE = Path(
+    os.environ.get("LAZYMCP_TEST_CACHE")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lazymcp-tests"
+)
+"""Where the tests keep what they install from the registries (npm packages, the virtual environments of
+third-party clients and servers): outside the checkout, so that every clone on the machine, CI's included,
+installs each pinned package once. Each install is checked against its pins on use, and made under
+``install_lock``."""
+
+
+@contextmanager
+def install_lock(target: Path) -> Iterator[None]:
+    """Hold the lock of the install at ``target`` (a file beside it) for the block: one test process
+    installs while the others (xdist workers, other checkouts' runs) wait, then find it done. Check
+    whether the install is there inside the block."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything@2026.8.31"
-NPM_CACHE = Path(os.environ.get("LAZYMCP_NPM_DIR", ROOT / ".cache" / "npm-servers"))
+NPM_CACHE = Path(os.environ.get("LAZYMCP_NPM_DIR", TEST_CACHE / "npm-servers"))
 
 
 @pytest.fixture(scope="session")
@@ -349,13 +489,15 @@ def everything_command() -> list[str]:
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.fail("node and npm are needed to install server-everything (Debian packages nodejs and npm)")
-    if not entry.exists():
-        npm_install(EVERYTHING_PACKAGE)
+    with install_lock(NPM_CACHE):
+        if not entry.exists():
+            npm_install(EVERYTHING_PACKAGE)
     return [node, str(entry), "stdio"]
 
 
 def npm_install(*packages: str) -> None:
-    """Install pinned npm packages into ``NPM_CACHE`` (the test fails when npm cannot)."""
+    """Install pinned npm packages into ``NPM_CACHE`` (the test fails when npm cannot); the caller holds
+    ``install_lock(NPM_CACHE)``."""
     import subprocess
 
     NPM_CACHE.mkdir(parents=True, exist_ok=True)

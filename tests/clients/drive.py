@@ -5,7 +5,8 @@ project's), so it imports nothing of lazymcp or the tests. Its one argument is a
 ``client`` (a key of ``DRIVERS``), ``target`` (``{"command": [...]}`` or ``{"url": ...}``),
 ``mode``, ``tool``, ``good`` and ``bad`` arguments for it, ``query`` (a search that finds it) and
 ``unlisted`` (a real tool the mode does not list). It prints one JSON line: each step's outcome,
-``{"ok": true, "value": ...}`` or ``{"ok": false, "error": "..."}``.
+``{"ok": true, "value": ...}`` or ``{"ok": false, "error": "..."}``. Given a list of configs, it runs
+each in turn (see ``main``), so that the client's library is loaded once for all of them.
 
 Steps: ``list`` (and what the client derives from the listing: LangChain's ``args`` and prompt
 rendering, the Agents SDK's strict function schemas), ``describe`` (``describe_tools``), ``call`` (the
@@ -489,8 +490,9 @@ DRIVERS = {
 }
 
 
-def main() -> None:
-    config = json.loads(sys.argv[1])
+def drive(config: dict[str, Any]) -> Steps:
+    """One run of the client against one target, in an event loop of its own, bounded at three times
+    ``config["timeout"]``; its steps."""
     steps: Steps = {}
 
     async def run() -> None:
@@ -500,7 +502,20 @@ def main() -> None:
         asyncio.run(run())
     except BaseException as exc:
         steps.setdefault("connect", {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600]})
-    sys.stdout.write(json.dumps({"steps": steps}, default=str) + "\n")
+    return steps
+
+
+def main() -> None:
+    """One config: one JSON line of its steps. A list of configs (a client's every mode and transport): each
+    run in turn, its own objects and event loop, and one JSON line of each run's steps with its index in
+    the list (``cell``), printed as soon as it is done; the client's library is loaded once."""
+    given = json.loads(sys.argv[1])
+    if isinstance(given, dict):
+        sys.stdout.write(json.dumps({"steps": drive(given)}, default=str) + "\n")
+        return
+    for cell, config in enumerate(given):
+        sys.stdout.write(json.dumps({"cell": cell, "steps": drive(config)}, default=str) + "\n")
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

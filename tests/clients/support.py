@@ -1,9 +1,10 @@
 """The compatibility suite's clients, each installed where it cannot disturb the project, and its servers.
 
-Every third-party Python client gets a virtual environment of its own under ``.cache/clients/``
-(git-ignored), created by the tests on first use with exact pins, so that a client's own ``mcp`` pin
-never meets the project's ``mcp==2.3.0``; the npm clients go under ``.cache/`` as the interop tests
-install theirs. A failed install fails the test with pip's or npm's own message.
+Every third-party Python client gets a virtual environment of its own under ``clients/`` in the tests'
+install cache (``conftest.TEST_CACHE``, outside the checkout), created by the tests on first use with exact
+pins, so that a client's own ``mcp`` pin never meets the project's ``mcp==2.3.0``; the npm clients go
+beside them as the interop tests install theirs. A failed install fails the test with pip's or npm's own
+message.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from ..conftest import install_lock
 from ..interop.support import CACHE, node, npm_packages
 
 HERE = Path(__file__).resolve().parent
@@ -88,12 +90,12 @@ def python_client(name: str) -> Path:
     venv = CLIENT_VENVS / name
     python = venv / "bin" / "python"
     marker = venv / "lazymcp-pins.json"
-    if python.exists() and marker.exists() and json.loads(marker.read_text()) == list(pins):
-        return python
-    CLIENT_VENVS.mkdir(parents=True, exist_ok=True)
-    _run([sys.executable, "-m", "venv", "--clear", str(venv)], f"python -m venv {venv}")
-    _run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *pins], "pip install")
-    marker.write_text(json.dumps(list(pins)))
+    with install_lock(venv):
+        if python.exists() and marker.exists() and json.loads(marker.read_text()) == list(pins):
+            return python
+        _run([sys.executable, "-m", "venv", "--clear", str(venv)], f"python -m venv {venv}")
+        _run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *pins], "pip install")
+        marker.write_text(json.dumps(list(pins)))
     return python
 
 
@@ -128,6 +130,27 @@ def drive(command: Sequence[str]) -> dict[str, dict[str, Any]]:
         pytest.fail(f"the client did not finish within {RUN_TIMEOUT:.0f} s; stderr:\n{exc.stderr!r}")
     assert done.returncode == 0, f"the driver exited with {done.returncode}:\n{done.stderr[-3000:]}"
     return last_json_line(done.stdout)["steps"]
+
+
+def drive_all(command: Sequence[str], count: int) -> list[dict[str, dict[str, Any]]]:
+    """Run drive.py on a list of ``count`` configs; the steps of each run, in order. A run the driver did
+    not finish (it exited, or the bound of ``RUN_TIMEOUT`` a run passed) has a failed ``connect`` step
+    saying so, with the driver's stderr."""
+    try:
+        done = subprocess.run(list(command), capture_output=True, text=True, timeout=RUN_TIMEOUT * count)
+        stdout, problem = done.stdout, f"the driver exited with {done.returncode}:\n{done.stderr[-3000:]}"
+    except subprocess.TimeoutExpired as exc:
+        output, errors = exc.stdout or "", exc.stderr or ""
+        stdout = output.decode(errors="replace") if isinstance(output, bytes) else output
+        errors = errors.decode(errors="replace") if isinstance(errors, bytes) else errors
+        problem = f"the client did not finish within {RUN_TIMEOUT * count:.0f} s; stderr:\n{errors[-3000:]}"
+    runs: dict[int, dict[str, dict[str, Any]]] = {}
+    for line in stdout.splitlines():
+        if line.startswith('{"cell": '):
+            parsed = json.loads(line)
+            runs[parsed["cell"]] = parsed["steps"]
+    missing = {"connect": {"ok": False, "error": f"not run: {problem}"}}
+    return [runs.get(cell, missing) for cell in range(count)]
 
 
 # --- the Inspector CLI: one process per request, as it is used ------------------------------------

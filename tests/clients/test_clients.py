@@ -19,18 +19,20 @@ from typing import Any
 
 import pytest
 
-from ..conftest import free_port
+from ..conftest import ROOT, free_port
 from ..interop.support import HOST, lazymcp, serving, ts_sdk_package
 from .matrix import EXPECTED, judge
 from .support import (
     CASE,
-    CLIENT_VENVS,
     HERE,
     MODES,
+    PIP_TIMEOUT,
     PYTHON_CLIENTS,
     PYTHON_DRIVERS,
+    RUN_TIMEOUT,
     TRANSPORTS,
     drive,
+    drive_all,
     inspector_cli,
     inspector_steps,
     mode_flags,
@@ -39,7 +41,8 @@ from .support import (
 )
 
 CLIENTS = (*PYTHON_DRIVERS, "inspector", "ts")
-RESULTS = CLIENT_VENVS / "results"
+RESULTS = ROOT / ".cache" / "clients" / "results"
+"""What each cell saw, in the checkout (git-ignored)."""
 
 
 @pytest.fixture(scope="module")
@@ -77,12 +80,60 @@ def run_client(client: str, mode: str, target: dict[str, Any]) -> dict[str, dict
     return inspector_steps(inspector_target, mode)
 
 
-@pytest.mark.timeout(900)  # the first test of a client installs it
+CELLS = [(mode, transport) for mode in MODES for transport in TRANSPORTS]
+
+
+class Runs:
+    """The steps of every cell. A Python client's cells are run together on first use: one process of the
+    client's own Python goes through every mode and transport in turn (``drive.py`` given the list), new
+    client objects and a new event loop for each, so that its library is loaded once rather than ten
+    times. A run that cannot be made fails that client's tests at once (no second attempt)."""
+
+    def __init__(self, http_servers: dict[str, str]) -> None:
+        self.http_servers = http_servers
+        self._done: dict[str, dict[tuple[str, str], dict[str, dict[str, Any]]]] = {}
+        self._broken: dict[str, str] = {}
+
+    def steps(self, client: str, mode: str, transport: str) -> dict[str, dict[str, Any]]:
+        if client not in PYTHON_DRIVERS:
+            return run_client(client, mode, target_of(transport, mode, self.http_servers))
+        if client not in self._done:
+            if client in self._broken:
+                pytest.fail(f"the run of {client} could not be made: {self._broken[client]}")
+            try:
+                self._done[client] = self._run(client)
+            except (Exception, pytest.fail.Exception) as exc:
+                self._broken[client] = str(exc)[-3000:]
+                raise
+        return self._done[client][(mode, transport)]
+
+    def _run(self, client: str) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
+        configs = [
+            {**CASE, "client": client, "mode": mode, "target": target_of(transport, mode, self.http_servers)}
+            for mode, transport in CELLS
+        ]
+        runs = drive_all([str(python_client(client)), str(HERE / "drive.py"), json.dumps(configs)], len(configs))
+        return dict(zip(CELLS, runs, strict=True))
+
+
+@pytest.fixture(scope="module")
+def runs(http_servers: dict[str, str]) -> Runs:
+    return Runs(http_servers)
+
+
+def grouped(client: str) -> Any:
+    """A Python client's tests share one run (``Runs``): under xdist, one worker takes them all."""
+    if client not in PYTHON_DRIVERS:
+        return client
+    return pytest.param(client, marks=pytest.mark.xdist_group(f"client-{client}"))
+
+
+@pytest.mark.timeout(PIP_TIMEOUT + RUN_TIMEOUT * len(CELLS) + 60)  # the first test of a client installs and runs it
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("client", CLIENTS)
-def test_client_against_lazymcp(client: str, mode: str, transport: str, http_servers: dict[str, str]) -> None:
-    steps = run_client(client, mode, target_of(transport, mode, http_servers))
+@pytest.mark.parametrize("client", [grouped(client) for client in CLIENTS])
+def test_client_against_lazymcp(client: str, mode: str, transport: str, runs: Runs) -> None:
+    steps = runs.steps(client, mode, transport)
     failed = judge(mode, steps)
     RESULTS.mkdir(parents=True, exist_ok=True)  # what was seen, for whoever updates matrix.EXPECTED
     (RESULTS / f"{client}-{mode}-{transport}.json").write_text(json.dumps({"failed": failed, "steps": steps}))

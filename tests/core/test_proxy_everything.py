@@ -587,17 +587,18 @@ async def test_sampling_elicitation_and_roots_requests_are_answered_by_the_clien
 async def test_an_elicitation_the_user_answers_slowly_does_not_count_as_an_upstream_hang(
     everything_command: list[str],
 ) -> None:
-    """The proxy runs with ``--timeout 1``; its client's user answers the elicitation after 1.5 s.
+    """The proxy runs with ``--timeout 6``; its client's user answers the elicitation after 6.5 s.
 
-    The 1.5 s are measured by a 1.5 s operation on the direct server, not by a sleep. Directly, the
-    server simply waits for the answer (server-everything allows ten minutes).
+    The 6.5 s are measured by a 6.5 s operation on the direct server, not by a sleep. Directly, the
+    server simply waits for the answer (server-everything allows ten minutes). The timeout also bounds
+    the server's start, which it must stay above on a loaded machine.
     """
     direct_peer, proxied_peer = Peer(), Peer()
     user_answers = proxied_peer.user_answers = anyio.Event()
     answered: dict[str, Any] = {}
 
     async def slow_user(direct: Client) -> None:
-        await direct.call_tool("trigger-long-running-operation", {"duration": 1.5, "steps": 1})
+        await direct.call_tool("trigger-long-running-operation", {"duration": 6.5, "steps": 1})
         user_answers.set()
 
     async def elicit(side: str, client: Client) -> None:
@@ -605,7 +606,7 @@ async def test_an_elicitation_the_user_answers_slowly_does_not_count_as_an_upstr
 
     with anyio.fail_after(TEST_TIMEOUT):
         async with side_by_side(
-            everything_command, "legacy", direct_peer, proxied_peer, proxy_options=["--timeout", "1"]
+            everything_command, "legacy", direct_peer, proxied_peer, proxy_options=["--timeout", "6"]
         ) as (direct, proxied):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(slow_user, direct)

@@ -20,6 +20,10 @@ SECTIONS = ("tokens", "latency", "scale", "proxy", "gateway", "search", "manifes
 QUICK_SIZES = (10, 100, 1_000)
 RUN_TIMEOUT = 280.0
 
+# One worker runs the module: its tests share one run of the harness (``quick``), and two runs at once would
+# install server-everything into the same directory at once.
+pytestmark = pytest.mark.xdist_group("bench")
+
 
 def run_bench(out: Path, *args: str) -> dict[str, Any]:
     command = [sys.executable, "-m", "bench", "--json", str(out), *args]

@@ -1,8 +1,8 @@
 """``lazymcp gateway`` in front of real servers from the registries, two Node and two Python, side by side.
 
-The servers are installed by the fixtures on first use, at pinned versions: the npm packages under
-``.cache/npm-servers`` (beside server-everything), the PyPI ones in their own venv under
-``.cache/py-servers``. Clients are the SDK's stock ``Client`` and ``LazyClient``, over stdio.
+The servers are installed by the fixtures on first use, at pinned versions, in the tests' install cache
+(``conftest.TEST_CACHE``): the npm packages under ``npm-servers`` (beside server-everything), the PyPI ones
+in their own venv under ``py-servers``. Clients are the SDK's stock ``Client`` and ``LazyClient``, over stdio.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from lazymcp.cli import main
 from lazymcp.client import LazyClient, raw_request
 from lazymcp.protocol.errors import ErrorCode
 
-from ..conftest import NPM_CACHE, ROOT, STOCK_METAS, npm_install
+from ..conftest import NPM_CACHE, ROOT, STOCK_METAS, TEST_CACHE, install_lock, npm_install
 from ..raw import hostile
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
 NPM_PACKAGES = ("@modelcontextprotocol/server-memory@2026.8.31", "@modelcontextprotocol/server-filesystem@2026.8.31")
 PYPI_PACKAGES = ("mcp-server-time==2026.10.19", "mcp-server-git==2026.10.19")
-PY_SERVERS = Path(os.environ.get("LAZYMCP_PY_SERVERS_DIR", ROOT / ".cache" / "py-servers"))
+PY_SERVERS = Path(os.environ.get("LAZYMCP_PY_SERVERS_DIR", TEST_CACHE / "py-servers"))
 TIMEOUT = 60.0
 """Bound on one test's conversation, with up to five servers starting on a loaded machine."""
 
@@ -43,8 +43,9 @@ def node_servers(everything_command: list[str]) -> dict[str, list[str]]:
     """server-memory and server-filesystem from npm (installed once), and server-everything."""
     scope = NPM_CACHE / "node_modules" / "@modelcontextprotocol"
     entries = {name: scope / f"server-{name}" / "dist" / "index.js" for name in ("memory", "filesystem")}
-    if not all(entry.exists() for entry in entries.values()):
-        npm_install(*NPM_PACKAGES)
+    with install_lock(NPM_CACHE):
+        if not all(entry.exists() for entry in entries.values()):
+            npm_install(*NPM_PACKAGES)
     node = everything_command[0]
     return {"everything": everything_command, **{name: [node, str(entry)] for name, entry in entries.items()}}
 
@@ -53,15 +54,18 @@ def node_servers(everything_command: list[str]) -> dict[str, list[str]]:
 def python_servers() -> dict[str, list[str]]:
     """mcp-server-time and mcp-server-git from PyPI, in their own venv (created once)."""
     bin_dir = PY_SERVERS / "bin"
-    if not (bin_dir / "mcp-server-git").exists():
-        subprocess.run([sys.executable, "-m", "venv", str(PY_SERVERS)], check=True, timeout=120)
-        done = subprocess.run(
-            [str(bin_dir / "python"), "-m", "pip", "install", "-q", *PYPI_PACKAGES],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, done.stderr
+    marker = PY_SERVERS / "lazymcp-pins.json"
+    with install_lock(PY_SERVERS):
+        if not (marker.exists() and json.loads(marker.read_text()) == list(PYPI_PACKAGES)):
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(PY_SERVERS)], check=True, timeout=120)
+            done = subprocess.run(
+                [str(bin_dir / "python"), "-m", "pip", "install", "-q", *PYPI_PACKAGES],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert done.returncode == 0, done.stderr
+            marker.write_text(json.dumps(list(PYPI_PACKAGES)))
     return {"time": [str(bin_dir / "mcp-server-time")], "git": [str(bin_dir / "mcp-server-git")]}
 
 
@@ -96,8 +100,10 @@ def config(tmp_path: Path, node_servers: dict[str, list[str]], python_servers: d
 
 
 def gateway(config: Path, cache: Path, *options: str) -> StdioServerParameters:
+    """The gateway of ``config``. Its first listing waits for every server (``--first-list-wait 0``): on a
+    loaded machine five servers can take past the default 10 s to start, and these tests list them all."""
     env = {**os.environ, "LAZYMCP_CACHE_DIR": str(cache)}
-    args = ["-m", "lazymcp", "gateway", "--config", str(config), *options]
+    args = ["-m", "lazymcp", "gateway", "--config", str(config), "--first-list-wait", "0", *options]
     return StdioServerParameters(command=sys.executable, args=args, env=env)
 
 

@@ -1,7 +1,8 @@
 """What the interop tests share: npm packages installed into a cache, and processes serving HTTP.
 
 The npm packages are pinned here and installed by the tests themselves, from the npm registry, into a
-directory under ``.cache/`` (git-ignored), the way ``tests/conftest.py`` installs server-everything.
+directory of the tests' install cache (``conftest.TEST_CACHE``), the way ``tests/conftest.py`` installs
+server-everything.
 A failed install fails the test, with npm's own message: CI must run these tests, so an unreachable
 registry is an error, never a skip.
 """
@@ -16,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -25,11 +26,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ..conftest import accepts, until
+from ..conftest import TEST_CACHE, accepts, install_lock, until
 
 ROOT = Path(__file__).resolve().parents[2]
 INTEROP = Path(__file__).resolve().parent
-CACHE = ROOT / ".cache"
+CACHE = TEST_CACHE
 HOST = "127.0.0.1"
 
 TS_SDK = ("@modelcontextprotocol/sdk", "1.32.2")
@@ -68,6 +69,14 @@ def npm_packages(prefix: Path, packages: Sequence[tuple[str, str]]) -> Path:
         manifest = modules / name / "package.json"
         return manifest.exists() and json.loads(manifest.read_text()).get("version") == version
 
+    with install_lock(prefix):
+        _install_missing(prefix, modules, packages, installed)
+    return modules
+
+
+def _install_missing(
+    prefix: Path, modules: Path, packages: Sequence[tuple[str, str]], installed: Callable[[str, str], bool]
+) -> None:
     missing = [f"{name}@{version}" for name, version in packages if not installed(name, version)]
     if missing:
         npm = shutil.which("npm")
@@ -87,7 +96,6 @@ def npm_packages(prefix: Path, packages: Sequence[tuple[str, str]]) -> Path:
         still = [f"{name}@{version}" for name, version in packages if not installed(name, version)]
         if still:
             pytest.fail(f"npm install finished but did not install {', '.join(still)} into {modules}")
-    return modules
 
 
 def node_22(modules: Path) -> str:

