@@ -134,6 +134,19 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return MarkedGroups(config, log)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test: the bytecode of lazymcp (and of the harness the tests import), written where Python
+    looks for it. The tests start hundreds of ``python -m lazymcp`` processes; where
+    ``PYTHONDONTWRITEBYTECODE`` is set (or the sources changed since), none of them caches what it
+    compiles, and each compiles the package anew. Once here, on the controller, before the workers start."""
+    if hasattr(config, "workerinput"):
+        return
+    import compileall
+
+    for package in ("lazymcp", "bench", "tests"):
+        compileall.compile_dir(ROOT / package, quiet=1, workers=1)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _groups and not hasattr(config, "workerinput"):
         import shutil
