@@ -83,11 +83,11 @@ class Config:
                 memory_sizes=(1_000,),
                 flat_sizes=(100, 1_000),
                 memory_real=(COMBINED,),
-                e2e=Rounds(minimum=10, maximum=60, budget_s=0.5, warmup=3),
-                e2e_heavy=Rounds(minimum=5, maximum=30, budget_s=1.0, warmup=2),
-                stdio=Rounds(minimum=10, maximum=30, budget_s=0.5, warmup=2),
-                stdio_heavy=Rounds(minimum=3, maximum=5, budget_s=0.5, warmup=1),
-                handler=Rounds(minimum=5, maximum=40, budget_s=1.0, warmup=2),
+                e2e=Rounds(minimum=5, maximum=30, budget_s=0.2, warmup=2),
+                e2e_heavy=Rounds(minimum=3, maximum=15, budget_s=0.4, warmup=1),
+                stdio=Rounds(minimum=5, maximum=20, budget_s=0.2, warmup=2),
+                stdio_heavy=Rounds(minimum=3, maximum=5, budget_s=0.3, warmup=1),
+                handler=Rounds(minimum=3, maximum=20, budget_s=0.4, warmup=1),
                 build_rounds=2,
             )
         return cls(

@@ -67,10 +67,10 @@ def describe_command(command: Sequence[str] | str) -> str:
 def saving_line(catalog: Catalog) -> str:
     """``N tools, stock listing X% of full (what the model sees)`` for a catalog in its own mode."""
     from lazymcp.run.stats import catalog_listings
-    from lazymcp.tools.tokens import ListingSize
+    from lazymcp.tools.tokens import Size, kept_count, model_visible
 
-    full = ListingSize.of(catalog.tools).visible.tokens
-    stock = ListingSize.of(catalog_listings(catalog)["stock"]).visible.tokens
+    full = Size.of(model_visible(catalog.tools), kept_count).tokens
+    stock = Size.of(model_visible(catalog_listings(catalog)["stock"]), kept_count).tokens
     share = f"{100 * stock / full:.1f}%" if full else "n/a"
     return f"{len(catalog.tools)} tools, a stock client's listing is {share} of the full one's tokens"
 

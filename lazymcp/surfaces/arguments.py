@@ -15,21 +15,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
 import orjson
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, ValidationError
-from jsonschema.exceptions import relevance as _relevance_key  # pyright: ignore[reportUnknownVariableType]
-from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
 
 from lazymcp.surfaces.metatools import text_result
 
+if TYPE_CHECKING:  # jsonschema itself is imported at the first check: a process that lists only never loads it
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+
 _UNKNOWN = object()
-_relevance = cast("Callable[[ValidationError], Any]", _relevance_key)
-"""``jsonschema``'s ranking of errors (what its ``best_match`` picks the greatest of)."""
+
+
+def _relevance(error: ValidationError) -> Any:
+    """``jsonschema``'s ranking of errors (what its ``best_match`` picks the greatest of)."""
+    from jsonschema.exceptions import relevance  # pyright: ignore[reportUnknownVariableType]
+
+    return cast("Callable[[ValidationError], Any]", relevance)(error)
 
 
 ANNOTATIONS = frozenset(
@@ -129,6 +133,10 @@ def compile_validator(schema: object) -> Check | None:
         return None
     if not _refs_resolve(schema, schema):
         return None
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
+
     cls: Any = Draft202012Validator if dialect is None else validator_for(schema, default=_UNKNOWN)  # pyright: ignore[reportArgumentType]
     if cls is _UNKNOWN:
         return None

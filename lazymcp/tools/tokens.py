@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Protocol, cast
 
 import orjson
@@ -39,6 +40,46 @@ def count_tokens(text: str) -> int:
     """cl100k_base tokens in ``text`` (special-token text counts as ordinary text)."""
     encoding = _encoding()
     return len(encoding.encode_ordinary(text))  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownArgumentType]
+
+
+KEPT_COUNTS = "token-counts"
+"""The cache directory's folder of counts already made, one small file per text (named by its SHA-256)."""
+KEPT_COUNTS_MAX = 256
+"""Counts kept at most: past it, the older half goes when a new one is written."""
+
+
+def kept_count(text: str) -> int:
+    """``count_tokens(text)``, kept in the cache directory: a start-up line counts the same listings at
+    every start, and loading the encoding alone costs about half a second. A kept count that cannot be
+    read is counted again; one that cannot be written is not kept."""
+    import hashlib
+
+    from lazymcp.local.files import cache_dir, read_private, write_private
+
+    path = cache_dir() / KEPT_COUNTS / hashlib.sha256(text.encode()).hexdigest()
+    kept = read_private(path, 32)
+    if kept is not None and kept.isdigit():
+        return int(kept)
+    tokens = count_tokens(text)
+    try:
+        _make_room(path.parent)
+        write_private(path, str(tokens).encode())
+    except OSError:
+        pass
+    return tokens
+
+
+def _make_room(folder: Path) -> None:
+    """At most ``KEPT_COUNTS_MAX`` kept counts: the older half goes when the folder is full."""
+    try:
+        kept = list(folder.iterdir())
+    except FileNotFoundError:
+        return
+    if len(kept) < KEPT_COUNTS_MAX:
+        return
+    aged = sorted(kept, key=lambda path: path.stat().st_mtime if path.exists() else 0.0)
+    for path in aged[: len(aged) // 2]:
+        path.unlink(missing_ok=True)
 
 
 def compact_json(value: object) -> str:
