@@ -1,5 +1,6 @@
 """The files lazymcp reads and keeps: the JSON files a user hands it (catalogs, metadata), read with one
-clear error naming the file, and the one cache directory (manifests, embeddings, described tools).
+clear error naming the file, and the one cache directory (manifests, embeddings, described tools, the
+start-up line's token counts).
 
 What lazymcp keeps in that directory it reads and writes through ``read_private`` and ``write_private``:
 only a regular file of a bounded size is read (a FIFO, a device or a link is not), and a file is written
