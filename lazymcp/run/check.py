@@ -15,16 +15,18 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from lazymcp.access.policy import policy_problems
 from lazymcp.core.entries import ServerEntry
 from lazymcp.gateway.config import GatewayConfig
+from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.reading import read_config
 from lazymcp.local.files import cache_dir
 from lazymcp.protocol.errors import ConfigError
-from lazymcp.run.gateway import Launch, build_gateway, known_tools
 from lazymcp.run.manifests import ManifestStore
-from lazymcp.surfaces.options import Options
+from lazymcp.tools.manifest import Manifest
+from lazymcp.tools.packed import Packed
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +47,10 @@ def check(path: str, project: str | None = None, environ: Mapping[str, str] | No
     for entry in config.enabled:
         problems += entry_problems(entry, config.source, environ)
     store = ManifestStore(cache_dir(environ))
-    listed = sum(store.load(entry.identity()) is not None for entry in config.enabled)
+    manifests = {entry.name: store.load(entry.identity()) for entry in config.enabled}
+    listed = sum(manifest is not None for manifest in manifests.values())
     if listed:
-        problems += _tool_problems(config, store)
+        problems += _tool_problems(config, manifests)
     return Checked(problems, config, listed)
 
 
@@ -71,15 +74,26 @@ def entry_problems(entry: ServerEntry, source: str, environ: Mapping[str, str]) 
     return found
 
 
-def _tool_problems(config: GatewayConfig, store: ManifestStore) -> list[str]:
-    """Two tools of one name, and policy patterns matching none, over the tools the manifests list."""
-    try:
-        gateway = build_gateway(Launch(config, Options()), store)
-    except ConfigError as exc:
-        return [exc.message]
-    if config.access is None:
-        return []
-    return policy_problems(config.access, known_tools(gateway), config.separator, config.source)
+def _tool_problems(config: GatewayConfig, manifests: Mapping[str, Manifest | None]) -> list[str]:
+    """Two tools of one gateway name, and policy patterns matching no tool, over the manifests' tools (the
+    gateway's own naming, ``lazymcp.gateway.namespace``; a server without a manifest may have any tool)."""
+    names = Namespace(config.separator)
+    tools: dict[str, list[str] | None] = {}
+    problems: list[str] = []
+    for server, manifest in manifests.items():
+        if manifest is None:
+            tools[server] = None
+            continue
+        try:
+            listed = manifest.tools
+            own = listed.names if isinstance(listed, Packed) else [cast(str, tool["name"]) for tool in listed]
+            tools[server] = names.add(server, own)
+        except ConfigError as exc:
+            problems.append(f"{config.source}: {exc.message}")
+            tools[server] = None
+    if config.access is not None:
+        problems += policy_problems(config.access, tools, config.separator, config.source)
+    return problems
 
 
 def render(checked: Checked, path: str) -> str:
