@@ -517,3 +517,19 @@ def npm_install(*packages: str) -> None:
     command = ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(NPM_CACHE), *packages]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Once, at the end of the run: what the tests skipped for a missing program or extra need."""
+    from .skips import summary
+
+    reasons = [
+        str(report.longrepr[-1])
+        for report in terminalreporter.stats.get("skipped", ())
+        if isinstance(report.longrepr, tuple)
+    ]
+    lines = summary(reasons)
+    if lines:
+        terminalreporter.write_sep("=", "what the skipped tests need")
+        for line in lines:
+            terminalreporter.write_line(line)

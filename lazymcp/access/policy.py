@@ -204,12 +204,24 @@ def check_policy(policy: Policy, tools: Mapping[str, Sequence[str] | None], sepa
     Raises:
         ConfigError: a pattern names an unknown server, or matches no tool (one line naming it).
     """
+    problems = policy_problems(policy, tools, separator, source)
+    if problems:
+        raise ConfigError(problems[0])
+
+
+def policy_problems(
+    policy: Policy, tools: Mapping[str, Sequence[str] | None], separator: str, source: str
+) -> list[str]:
+    """Every pattern of ``policy`` that names an unknown server or matches no tool, one line each (see
+    ``check_policy``)."""
+    problems: list[str] = []
     for key, pattern in policy.patterns():
         where = f"{source}: 'lazymcp.access' key {key!r}: pattern {pattern!r}"
         server, sep, _ = pattern.partition(separator)
         if sep and not any(c in server for c in "*?["):
             if server not in tools:
-                raise ConfigError(f"{where} names the server {server!r}, which the configuration does not have")
+                problems.append(f"{where} names the server {server!r}, which the configuration does not have")
+                continue
             candidates = [server]
         else:
             candidates = list(tools)
@@ -217,7 +229,8 @@ def check_policy(policy: Policy, tools: Mapping[str, Sequence[str] | None], sepa
         if any(tools[s] is None for s in candidates):
             continue  # a server not listed yet may have a tool it matches
         if not any(regex.match(name) for s in candidates for name in tools[s] or ()):
-            raise ConfigError(f"{where} matches no tool of the configuration's servers")
+            problems.append(f"{where} matches no tool of the configuration's servers")
+    return problems
 
 
 def read_token_file(text: str, source: str) -> list[tuple[str, str]]:

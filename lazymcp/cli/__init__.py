@@ -50,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return commands.proxy(args, command)
         if args.command == "gateway":
             return commands.gateway(args)
+        if args.command == "check":
+            return commands.check(args)
         return commands.stats(args, command)
     except LazyMCPError as exc:
         return _error(exc.message, exc if args.debug else None)

@@ -196,6 +196,7 @@ def gateway(args: argparse.Namespace) -> int:
         return run_gateway(
             args.config,
             options,
+            project=args.project,
             mode=mode,
             budget=args.budget,
             limits=limits_of(args),
@@ -242,7 +243,7 @@ def cluster_of(args: argparse.Namespace) -> tuple[str, str] | None:
 def stats(args: argparse.Namespace, command: list[str]) -> int:
     """``lazymcp stats``: the costs of a server's listings (or of a configuration's, behind the gateway)."""
     if args.config:
-        return _config_stats(args.config, options_of(args))
+        return _config_stats(args, options_of(args))
     if command and (args.url or args.catalog):
         raise ConfigError("give one of --catalog, --url or a COMMAND")
     import anyio
@@ -284,14 +285,23 @@ def stats(args: argparse.Namespace, command: list[str]) -> int:
     return 0
 
 
-def _config_stats(path: str, options: Options) -> int:
+def _config_stats(args: argparse.Namespace, options: Options) -> int:
     """``lazymcp stats --config FILE``: print the configuration's costs."""
     from lazymcp.run.gateway import Launch, read_config
     from lazymcp.run.gateway_stats import measure, render
 
-    config = read_config(path)
+    config = read_config(args.config, project=args.project)
     if config.warnings:
         say("stats", "; ".join(config.warnings))
-    cost = measure(Launch(config, options))
+    cost = measure(Launch(config, options, limits=Limits(timeout=args.timeout or None)))
     print(render(cost))
     return 1 if cost.unlisted else 0
+
+
+def check(args: argparse.Namespace) -> int:
+    """``lazymcp check --config FILE``: every problem of the configuration, one a line; 1 when there is one."""
+    from lazymcp.run.check import check, render
+
+    checked = check(args.config, args.project)
+    print(render(checked, args.config))
+    return 1 if checked.problems else 0

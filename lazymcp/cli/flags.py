@@ -18,6 +18,8 @@ from lazymcp.run.notices import LEVELS
 from lazymcp.surfaces.options import SETTINGS, Setting
 
 GATEWAY_MODES = ("auto", *MODES)
+STATS_TIMEOUT = 60.0
+"""Seconds ``stats --config`` waits for a server to list its tools, by default."""
 MAX_PORT = 65535
 
 
@@ -182,6 +184,17 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
+def add_project_option(parser: argparse.ArgumentParser) -> None:
+    """``--project DIR``: which project's servers of Claude Code's ``~/.claude.json`` are read."""
+    parser.add_argument(
+        "--project",
+        metavar="DIR",
+        default=None,
+        help="with Claude Code's ~/.claude.json: read this project's servers too (projects.DIR.mcpServers; "
+        "default: the current directory's, if it has any)",
+    )
+
+
 def _upstream_command(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "upstream", nargs=argparse.REMAINDER, metavar="COMMAND ARGS...", help=f"{what} (after -- or without it)"
@@ -223,6 +236,7 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
     what = "every server of a client configuration behind one lazy endpoint"
     gateway = _subcommand(commands, common, "gateway", what, usage)
     gateway.add_argument("--config", metavar="FILE", required=True, help="mcpServers (or VS Code servers) JSON file")
+    add_project_option(gateway)
     gateway.add_argument("--refresh", action="store_true", help="start every server, rebuild its manifest, exit")
     gateway.add_argument("--eager-start", action="store_true", help="start every server at launch")
     gateway.add_argument(
@@ -273,8 +287,25 @@ def _stats(commands: Any, common: argparse.ArgumentParser) -> None:
     source.add_argument("--url", help="a streamable-HTTP MCP server")
     source.add_argument("--config", metavar="FILE", help="every server of a client configuration, as the gateway")
     stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_project_option(stats)
+    stats.add_argument(
+        "--timeout",
+        type=float,
+        default=STATS_TIMEOUT,
+        metavar="SECONDS",
+        help="with --config: seconds a server may take to list its tools before it is left out (0: no bound; "
+        f"default: {STATS_TIMEOUT:g}); the servers still awaited are named every few seconds",
+    )
     add_listing_options(stats)
     _upstream_command(stats, "a stdio MCP server's command")
+
+
+def _check(commands: Any, common: argparse.ArgumentParser) -> None:
+    usage = "lazymcp check --config FILE [--project DIR]"
+    what = "check a client configuration without starting any server: every problem, one line each"
+    check = _subcommand(commands, common, "check", what, usage)
+    check.add_argument("--config", metavar="FILE", required=True, help="mcpServers (or VS Code servers) JSON file")
+    add_project_option(check)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -285,6 +316,6 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"lazymcp {__version__}")
     commands = top.add_subparsers(dest="command", required=True)
     common = _common()
-    for add in (_serve, _proxy, _gateway, _stats):
+    for add in (_serve, _proxy, _gateway, _stats, _check):
         add(commands, common)
     return top

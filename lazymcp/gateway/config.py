@@ -10,12 +10,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
+from urllib.parse import urlsplit
 
 from lazymcp.access.policy import Policy, parse_policy
 from lazymcp.access.ratelimit import parse_rate
 from lazymcp.core.entries import ServerEntry
 from lazymcp.gateway.env_file import read_env_file
+from lazymcp.gateway.sources import claude_project, with_comments
 from lazymcp.gateway.variables import Variables, workspace_of
 from lazymcp.local.files import read_json
 from lazymcp.protocol.errors import CatalogError, ConfigError
@@ -55,16 +57,26 @@ class GatewayConfig:
 
 
 class _Reader:
-    """One file's servers, read with the file's name in every error."""
+    """One file's servers, read with the file's name in every error; every problem is kept (``problems``),
+    and reading goes on past it, so that all of a file's problems can be named at once."""
 
     def __init__(self, source: str, variables: Variables) -> None:
         self.source = source
         self.variables = variables
         self.unknown: list[str] = []
+        self.problems: list[str] = []
 
     def fail(self, server: str | None, message: str) -> ConfigError:
         where = self.source if server is None else f"{self.source}: server {server!r}"
         return ConfigError(f"{where}: {message}")
+
+    def tried(self, default: _T, read: Callable[[], _T]) -> _T:
+        """What ``read`` gives, else ``default`` with its problem kept."""
+        try:
+            return read()
+        except ConfigError as exc:
+            self.problems.append(exc.message)
+            return default
 
     def obj(self, server: str | None, value: object, message: str) -> Mapping[str, object]:
         """``value`` as a JSON object, else the error ``message`` (naming ``server`` when given)."""
@@ -86,64 +98,86 @@ class _Reader:
             isinstance(v, str) for v in cast(Mapping[str, object], value).values()
         ):
             raise self.fail(server, f"field {key!r} must be an object of strings")
-        return {k: self.expanded(server, key, v) for k, v in cast(Mapping[str, str], value).items()}
+        items = cast(Mapping[str, str], value).items()
+        return {k: self.tried("", lambda v=v: self.expanded(server, key, v)) for k, v in items}
 
-    def server(self, name: str, data: object, settings: object) -> ServerEntry:
-        data = self.obj(name, data, "expected an object with 'command' or 'url'")
+    def server(self, name: str, data: object, settings: object) -> ServerEntry | None:
+        """The entry of server ``name``; None when it cannot be read at all (its problems are kept)."""
+        data = self.tried(None, lambda: self.obj(name, data, "expected an object with 'command' or 'url'"))
+        if data is None:
+            return None
         for key in data:
             if key in ENTRY_KEYS:
                 continue
             meant = one_edit_away(key, ENTRY_KEYS)
             if meant is not None:
-                raise self.fail(name, f"unknown field {key!r}; did you mean {meant!r}?")
-            self.unknown.append(f"server {name!r}, field {key!r}")
+                self.problems.append(self.fail(name, f"unknown field {key!r}; did you mean {meant!r}?").message)
+            else:
+                self.unknown.append(f"server {name!r}, field {key!r}")
         kind = data.get("type", data.get("transport"))
         command, url = data.get("command"), data.get("url")
         if command is not None and url is not None:
-            raise self.fail(name, "give 'command' or 'url', not both")
+            self.problems.append(self.fail(name, "give 'command' or 'url', not both").message)
+            return None
         if command is None and url is None:
-            raise self.fail(name, "missing field 'command' (or 'url' for a remote server)")
-        if url is not None:
-            if isinstance(url, str):
-                url = self.expanded(name, "url", url)
-            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                raise self.fail(name, "field 'url' must be an http:// or https:// URL")
-            if kind is not None and kind not in ("http", "streamable-http", "streamableHttp"):
-                raise self.fail(name, f"field 'type' {kind!r} is not supported; the gateway reaches 'http' servers")
-            entry = ServerEntry(name, url=url, headers=self.mapping(name, "headers", data.get("headers", {})))
-        else:
-            if not isinstance(command, str) or not command:
-                raise self.fail(name, "field 'command' must be a non-empty string")
-            command = self.expanded(name, "command", command)
-            if kind is not None and kind != "stdio":
-                raise self.fail(name, f"field 'type' {kind!r} does not go with 'command' (use 'stdio')")
-            args = [self.expanded(name, "args", arg) for arg in self.strings(name, "args", data.get("args", []))]
-            cwd = data.get("cwd")
-            if cwd is not None and not isinstance(cwd, str):
-                raise self.fail(name, "field 'cwd' must be a string")
-            cwd = None if cwd is None else self.expanded(name, "cwd", cwd)
-            env = self.mapping(name, "env", data.get("env", {}))
-            env_file = data.get("envFile")
-            if env_file is not None:
-                if not isinstance(env_file, str) or not env_file:
-                    raise self.fail(name, "field 'envFile' must be a path")
-                where = f"{self.source}: server {name!r}"
-                path = self.expanded(name, "envFile", env_file)
-                env = {**read_env_file(path, self.variables.workspace, where), **env}  # its own env wins
-            entry = ServerEntry(name, command=(command, *args), env=env, cwd=cwd)
+            self.problems.append(self.fail(name, "missing field 'command' (or 'url' for a remote server)").message)
+            return None
+        entry = self.tried(
+            None, lambda: self.remote(name, data, kind) if url is not None else self.stdio(name, data, kind)
+        )
         disabled = data.get("disabled", False)
         if not isinstance(disabled, bool):
-            raise self.fail(name, "field 'disabled' must be true or false")
+            self.problems.append(self.fail(name, "field 'disabled' must be true or false").message)
+        if entry is None:
+            return None
         if "rateLimit" in data:
-            entry = replace(
-                entry, rate_limit=parse_rate(data["rateLimit"], f"{self.source}: server {name!r}, field 'rateLimit'")
-            )
+            where = f"{self.source}: server {name!r}, field 'rateLimit'"
+            entry = replace(entry, rate_limit=self.tried(None, lambda: parse_rate(data["rateLimit"], where)))
         share = data.get("share", SHARES[0])
         if share not in SHARES:
-            raise self.fail(name, f"field 'share' must be {SHARES[0]!r} or {SHARES[1]!r}, not {share!r}")
-        if share != SHARES[0]:
+            self.problems.append(
+                self.fail(name, f"field 'share' must be {SHARES[0]!r} or {SHARES[1]!r}, not {share!r}").message
+            )
+        elif share != SHARES[0]:
             entry = replace(entry, share=cast(str, share))
-        return self.settings(entry, settings, data.get("lazymcp"), enabled=not disabled)
+        return self.tried(entry, lambda: self.settings(entry, settings, data.get("lazymcp"), enabled=not disabled))
+
+    def remote(self, name: str, data: Mapping[str, object], kind: object) -> ServerEntry:
+        url = data["url"]
+        headers = self.tried({}, lambda: self.mapping(name, "headers", data.get("headers", {})))
+        if isinstance(url, str):
+            url = self.expanded(name, "url", url)
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")) or not _has_host(url):
+            raise self.fail(name, "field 'url' must be an http:// or https:// URL")
+        if kind is not None and kind not in ("http", "streamable-http", "streamableHttp"):
+            raise self.fail(name, f"field 'type' {kind!r} is not supported; the gateway reaches 'http' servers")
+        return ServerEntry(name, url=url, headers=headers)
+
+    def stdio(self, name: str, data: Mapping[str, object], kind: object) -> ServerEntry:
+        given_command = data["command"]
+        if not isinstance(given_command, str) or not given_command:
+            raise self.fail(name, "field 'command' must be a non-empty string")
+        command = self.tried("", lambda: self.expanded(name, "command", given_command))
+        if kind is not None and kind != "stdio":
+            self.problems.append(
+                self.fail(name, f"field 'type' {kind!r} does not go with 'command' (use 'stdio')").message
+            )
+        given = self.tried([], lambda: self.strings(name, "args", data.get("args", [])))
+        args = [self.tried("", lambda arg=arg: self.expanded(name, "args", arg)) for arg in given]
+        given_cwd, cwd = data.get("cwd"), None
+        if isinstance(given_cwd, str):
+            cwd = self.tried(None, lambda: self.expanded(name, "cwd", given_cwd))
+        elif given_cwd is not None:
+            self.problems.append(self.fail(name, "field 'cwd' must be a string").message)
+        env = self.tried({}, lambda: self.mapping(name, "env", data.get("env", {})))
+        env_file = data.get("envFile")
+        if env_file is not None:
+            if not isinstance(env_file, str) or not env_file:
+                raise self.fail(name, "field 'envFile' must be a path")
+            where = f"{self.source}: server {name!r}"
+            path = self.expanded(name, "envFile", env_file)
+            env = {**self.tried({}, lambda: read_env_file(path, self.variables.workspace, where)), **env}
+        return ServerEntry(name, command=(command, *args), env=env, cwd=cwd)
 
     def settings(self, entry: ServerEntry, *layers: object, enabled: bool) -> ServerEntry:
         """The entry with its ``lazymcp`` settings: the top-level block's first, then the entry's own."""
@@ -178,6 +212,75 @@ class _Reader:
         fields: dict[str, Any] = {k: values[k] for k in ("defer", "enabled", "category", "description") if k in values}
         return replace(entry, **fields, tools=metadata, inherit_env=inherit or ())
 
+    def config(self, data: object, project: str | Path | None) -> GatewayConfig:
+        """The whole file's configuration.
+
+        Raises:
+            ConfigError: the file holds no servers to read at all.
+        """
+        data = self.obj(None, data, "expected a JSON object with 'mcpServers' (or 'servers')")
+        key, servers = self.servers_of(data, project)
+        top = self.tried({}, lambda: self.obj(None, data.get("lazymcp", {}), "field 'lazymcp' must be an object"))
+        for unknown in (k for k in top if k not in TOP_KEYS):
+            message = f"unknown field 'lazymcp.{unknown}'; expected any of {', '.join(sorted(TOP_KEYS))}"
+            self.problems.append(self.fail(None, message).message)
+        per_server = self.tried(
+            {},
+            lambda: self.obj(
+                None, top.get("servers", {}), "field 'lazymcp.servers' must be an object of settings by server name"
+            ),
+        )
+        for missing in (name for name in per_server if name not in servers):
+            message = f"'lazymcp.servers' names {missing!r}, which is not a server of {key!r}"
+            self.problems.append(self.fail(None, message).message)
+        read = [self.server(name, value, per_server.get(name)) for name, value in servers.items()]
+        separator = self.tried(None, lambda: _checked(top, "separator", str, self)) or SEPARATOR
+        mode = self.tried(None, lambda: _checked(top, "mode", str, self))
+        budget = self.tried(None, lambda: _checked(top, "budget", int, self))
+        warnings = tuple(f"{self.source}: ignoring unknown {where}" for where in self.unknown)
+        access = self.tried(None, lambda: parse_policy(top.get("access"), self.source))
+        inputs = self.variables.missing_inputs(self.source)
+        if inputs is not None:
+            self.problems.append(inputs)
+        entries = tuple(entry for entry in read if entry is not None)
+        return GatewayConfig(entries, separator, mode, budget, self.source, warnings, access)
+
+    def servers_of(self, data: Mapping[str, object], project: str | Path | None) -> tuple[str, Mapping[str, object]]:
+        """Which key holds the servers, and the servers: ``mcpServers`` (Claude Desktop and Code, Cursor),
+        ``servers`` (VS Code), or in Claude Code's ``~/.claude.json`` the user's ``mcpServers`` and one
+        project's (``projects.<dir>.mcpServers``: ``project``'s, else the current directory's if it has
+        any), the project's winning over the user's of the same name, as in Claude Code.
+
+        Raises:
+            ConfigError: there are none to read.
+        """
+        key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
+        servers: Mapping[str, object] = {}
+        if key is not None:
+            servers = self.obj(None, data[key], f"field {key!r} must be an object of servers by name")
+        chosen = claude_project(data, project, self.source)
+        if chosen is not None:
+            folder, block = chosen
+            key = f"projects.{folder}.mcpServers"
+            own = self.obj(None, block.get("mcpServers", {}), f"field {key!r} must be an object of servers by name")
+            self.variables = replace(self.variables, workspace=folder)
+            servers = {**servers, **own}
+        if key is None:
+            raise self.fail(None, "no 'mcpServers' (or VS Code's 'servers') object of servers")
+        return key, servers
+
+
+_T = TypeVar("_T")
+
+
+def _has_host(url: str) -> bool:
+    """Does ``url`` name a host (and a port, if any, that is a number)?"""
+    try:
+        parts = urlsplit(url)
+        return bool(parts.hostname) and parts.port != 0  # .port raises on a port that is not a number
+    except ValueError:
+        return False
+
 
 def parse_config(
     data: object,
@@ -185,38 +288,32 @@ def parse_config(
     source: str = "config",
     environ: Mapping[str, str] | None = None,
     workspace: str | Path | None = None,
+    project: str | Path | None = None,
+    problems: list[str] | None = None,
 ) -> GatewayConfig:
     """A configuration from its JSON value; ``source`` names it in errors, ``workspace`` is what
-    ``${workspaceFolder}`` expands to (the current directory when not given).
+    ``${workspaceFolder}`` expands to (the current directory when not given), ``project`` the folder of a
+    Claude Code project whose servers are read too (``claude_project``).
+
+    With a ``problems`` list, each problem found is added to it as one line and the configuration holds
+    the servers that could be read; without, the first problem is raised.
 
     Raises:
         ConfigError: the value is not a configuration of MCP servers, or a server entry is invalid.
     """
     reader = _Reader(source, Variables.of(os.environ if environ is None else environ, workspace))
-    data = reader.obj(None, data, "expected a JSON object with 'mcpServers' (or 'servers')")
-    key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
-    if key is None:
-        raise reader.fail(None, "no 'mcpServers' (or VS Code's 'servers') object of servers")
-    servers = reader.obj(None, data[key], f"field {key!r} must be an object of servers by name")
-    top = reader.obj(None, data.get("lazymcp", {}), "field 'lazymcp' must be an object")
-    unknown_top = [k for k in top if k not in TOP_KEYS]
-    if unknown_top:
-        raise reader.fail(
-            None, f"unknown field 'lazymcp.{unknown_top[0]}'; expected any of {', '.join(sorted(TOP_KEYS))}"
-        )
-    per_server = reader.obj(
-        None, top.get("servers", {}), "field 'lazymcp.servers' must be an object of settings by server name"
-    )
-    missing = [name for name in per_server if name not in servers]
-    if missing:
-        raise reader.fail(None, f"'lazymcp.servers' names {missing[0]!r}, which is not a server of {key!r}")
-    entries = [reader.server(name, value, per_server.get(name)) for name, value in servers.items()]
-    separator = _checked(top, "separator", str, reader) or SEPARATOR
-    mode = _checked(top, "mode", str, reader)
-    budget = _checked(top, "budget", int, reader)
-    warnings = tuple(f"{source}: ignoring unknown {where}" for where in reader.unknown)
-    access = parse_policy(top.get("access"), source)
-    return GatewayConfig(tuple(entries), separator, mode, budget, source, warnings, access)
+    try:
+        config = reader.config(data, project)
+    except ConfigError as exc:
+        reader.problems.append(exc.message)
+        config = GatewayConfig((), source=source)
+    if problems is not None:
+        problems += reader.problems
+    elif reader.problems:
+        more = len(reader.problems) - 1
+        also = f" (and {more} more: lazymcp check --config names them all)" if more else ""
+        raise ConfigError(reader.problems[0] + also)
+    return config
 
 
 def _checked(top: Mapping[str, object], key: str, kind: type, reader: _Reader) -> Any:
@@ -226,17 +323,28 @@ def _checked(top: Mapping[str, object], key: str, kind: type, reader: _Reader) -
     return value
 
 
-def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewayConfig:
-    """Read a configuration file (JSON).
+def load_config(
+    path: str | Path,
+    environ: Mapping[str, str] | None = None,
+    *,
+    project: str | Path | None = None,
+    problems: list[str] | None = None,
+) -> GatewayConfig:
+    """Read a configuration file (JSON; with comments where its client allows them: ``with_comments``).
 
     Raises:
-        ConfigError: the file is missing, not JSON, or not a valid configuration.
+        ConfigError: the file is missing, not JSON, or not a valid configuration (without ``problems``).
     """
     try:
-        data = read_json(path, "configuration file")
+        data = read_json(path, "configuration file", comments=with_comments(path))
     except CatalogError as exc:
-        raise ConfigError(exc.message) from None
-    return parse_config(data, source=str(path), environ=environ, workspace=workspace_of(path))
+        if problems is None:
+            raise ConfigError(exc.message) from None
+        problems.append(exc.message)
+        return GatewayConfig((), source=str(path))
+    return parse_config(
+        data, source=str(path), environ=environ, workspace=workspace_of(path), project=project, problems=problems
+    )
 
 
 def tool_meta(entry: ServerEntry, rename: Callable[[str], str]) -> dict[str, ToolMeta]:
@@ -246,21 +354,3 @@ def tool_meta(entry: ServerEntry, rename: Callable[[str], str]) -> dict[str, Too
         related = tuple(rename(other) for other in meta.related)
         renamed[rename(name)] = ToolMeta(meta.category, meta.summary, meta.examples, related, meta.deprecated)
     return renamed
-
-
-def runs_gateway_on(entry: ServerEntry, config: Path) -> bool:
-    """Does ``entry`` start lazymcp's gateway on the configuration file ``config`` (``lazymcp gateway``,
-    or ``python -m lazymcp gateway``, with ``--config`` naming that same file)?"""
-    if not entry.command:
-        return False
-    program, args = Path(entry.command[0]).name, list(entry.command[1:])
-    if program.startswith("python") and args[:2] == ["-m", "lazymcp"]:
-        args = args[2:]
-    elif program != "lazymcp":
-        return False
-    if "gateway" not in args:
-        return False
-    named = [after for before, after in zip(args, args[1:], strict=False) if before == "--config"]
-    named += [arg.removeprefix("--config=") for arg in args if arg.startswith("--config=")]
-    base = Path(entry.cwd) if entry.cwd else Path.cwd()
-    return any((base / path).resolve() == config.resolve() for path in named)

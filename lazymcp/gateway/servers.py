@@ -153,6 +153,11 @@ class Servers:
         """Is a running server's first tool list still awaited?"""
         return any(self._listing(s) for s in self)
 
+    @property
+    def awaited(self) -> list[str]:
+        """The running servers whose first tool list is still awaited, by name."""
+        return [s.name for s in self if self._listing(s)]
+
     @staticmethod
     def _listing(server: Server) -> bool:
         return server.tools is None and server.upstream is not None and server.life.running and not server.late

@@ -9,14 +9,15 @@ understood in every file, in each field a client expands them in (``command``, `
 What cannot be honoured is a one-line error, never a literal ``${...}`` passed to a server: an unset
 variable without a default, a form no client has, and ``${input:ID}``, which VS Code asks the person for
 and the gateway cannot: its value comes from the environment variable ``LAZYMCP_INPUT_<ID>`` (the ID in
-capitals, anything but letters and digits as ``_``).
+capitals, anything but letters and digits as ``_``). The inputs missing are gathered while the file is
+read and named together, in one line (``missing_inputs``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -50,6 +51,8 @@ class Variables:
     environ: Mapping[str, str]
     workspace: str
     home: str
+    missing: dict[str, str] = field(default_factory=lambda: {})
+    """Each ``${input:ID}`` with no value, and where it was first met (file, server, field)."""
 
     @classmethod
     def of(cls, environ: Mapping[str, str], workspace: str | Path | None = None) -> Variables:
@@ -90,12 +93,29 @@ class Variables:
         if colon and kind == "input" and rest:
             variable = input_variable(rest)
             if variable not in self.environ:
-                raise ConfigError(
-                    f"{where}: ${{input:{rest}}} is asked of the user by VS Code; set the environment variable "
-                    f"{variable} to give it to the gateway"
-                )
+                self.missing.setdefault(rest, where)
+                return ""
             return self.environ[variable]
         raise ConfigError(f"{where}: ${{{inner}}} is not a variable lazymcp can expand; expected {FORMS}")
+
+    def missing_inputs(self, source: str) -> str | None:
+        """The one line naming every ``${input:ID}`` met without a value, and what to set; None: none."""
+        if not self.missing:
+            return None
+        if len(self.missing) == 1:
+            [(name, where)] = self.missing.items()
+            return (
+                f"{where}: ${{input:{name}}} is asked of the user by VS Code; set the environment variable "
+                f"{input_variable(name)} to give it to the gateway"
+            )
+        inputs = ", ".join(
+            f"${{input:{name}}} ({where.removeprefix(source + ': ')})" for name, where in self.missing.items()
+        )
+        variables = ", ".join(input_variable(name) for name in self.missing)
+        return (
+            f"{source}: {inputs} are asked of the user by VS Code; set the environment variables {variables}"
+            " to give them to the gateway"
+        )
 
     def _variable(self, name: str, where: str) -> str:
         if name not in self.environ:

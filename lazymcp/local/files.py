@@ -11,6 +11,7 @@ private (0700), so nothing planted there can redirect a write or stall a read.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Mapping
@@ -34,18 +35,39 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "lazymcp"
 
 
-def read_json(path: str | Path, what: str) -> object:
+def read_json(path: str | Path, what: str, *, comments: bool = False) -> object:
     """The JSON value in file ``path``; ``what`` names the file in errors ("metadata file", "catalog").
+    With ``comments``, the file is read as VS Code reads JSON with comments: ``//`` and ``/* */``
+    comments and a comma before a closing bracket are let be.
 
     Raises:
         CatalogError: the file cannot be read, or is not JSON.
     """
     try:
-        return orjson.loads(Path(path).read_bytes())
+        raw = Path(path).read_bytes()
     except OSError as exc:
         raise CatalogError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from None
+    try:
+        return orjson.loads(without_comments(raw) if comments else raw)
     except orjson.JSONDecodeError as exc:
-        raise CatalogError(f"{what} {str(path)!r} is not JSON: {exc}") from None
+        hint = "" if comments or not _COMMENTED.search(raw) else " (comments are read in an mcp.json only)"
+        raise CatalogError(f"{what} {str(path)!r} is not JSON{hint}: {exc}") from None
+
+
+_COMMENT = re.compile(rb'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
+_TRAILING = re.compile(rb'"(?:[^"\\]|\\.)*"|,(?=\s*[\]}])')
+_COMMENTED = re.compile(rb"^\s*//|/\*", re.MULTILINE)
+
+
+def without_comments(raw: bytes) -> bytes:
+    """JSON with comments made JSON: each comment and each comma before ``]`` or ``}`` becomes spaces (its
+    line breaks kept, so a parse error's line and column still point into the file); strings are let be."""
+
+    def blank(match: re.Match[bytes]) -> bytes:
+        text = match.group()
+        return text if text.startswith(b'"') else re.sub(rb"[^\n]", b" ", text)
+
+    return _TRAILING.sub(blank, _COMMENT.sub(blank, raw))
 
 
 def read_private(path: Path, limit: int) -> bytes | None:

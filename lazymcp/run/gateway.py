@@ -9,20 +9,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lazymcp.access.policy import ANONYMOUS, Grant, Principal, check_policy
 from lazymcp.access.ratelimit import Counter, Limiter, MemoryCounter, Rate
 from lazymcp.core.entries import ServerEntry
-from lazymcp.gateway.config import GatewayConfig, load_config, runs_gateway_on
+from lazymcp.gateway.config import GatewayConfig
 from lazymcp.gateway.front import Gateway, Seed
 from lazymcp.gateway.lifecycle import State
 from lazymcp.gateway.merged import DEFAULT_BUDGET
-from lazymcp.gateway.namespace import check_prefixes, check_separator, check_server_name, unusable
+from lazymcp.gateway.namespace import unusable
 from lazymcp.gateway.passthrough import LISTS
+from lazymcp.gateway.reading import read_config
 from lazymcp.local import environment
 from lazymcp.local.files import cache_dir
 from lazymcp.protocol.errors import ConfigError
@@ -46,6 +46,10 @@ if TYPE_CHECKING:
     from lazymcp.run.metrics import Metrics
 
 
+STILL_WAITING_EVERY = 5.0
+"""Seconds between two lines naming the servers whose first tool list is still awaited (``refresh``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Launch:
     """How to run the gateway: the configuration and the command line's choices."""
@@ -65,22 +69,6 @@ class Launch:
     """Serve ``/metrics`` at this address apart from ``/mcp`` (``--metrics``)."""
     audit: bool = False
     """Write an audit line per call on stderr (``--log-level info`` or ``debug`` asked for)."""
-
-
-def read_config(path: str, environ: Mapping[str, str] | None = None) -> GatewayConfig:
-    """Load and check a configuration: names fit the tool-name rules, and each gateway name names one server.
-
-    Raises:
-        ConfigError: the file is invalid.
-    """
-    config = load_config(path, environ)
-    check_separator(config.separator, config.source)
-    for entry in config.servers:
-        check_server_name(entry.name, config.separator, config.source)
-        if entry.enabled and runs_gateway_on(entry, Path(path)):
-            raise ConfigError(f"{config.source}: server {entry.name!r} runs this gateway on its own configuration")
-    check_prefixes([entry.name for entry in config.enabled], config.separator, config.source)
-    return config
 
 
 def build_gateway(
@@ -151,7 +139,8 @@ def _usable(store: ManifestStore, entry: ServerEntry, separator: str) -> Manifes
 async def refresh(launch: Launch, redis_url: str | None = None) -> int:
     """Start every server once, store its tool list, stop; 1 when one could not be listed. With
     ``redis_url`` (``--redis``) each manifest also goes to Redis, announced to the running instances
-    (``lazymcp.run.cluster_lists.Refreshed``); 1 too when Redis could not take them."""
+    (``lazymcp.run.cluster_lists.Refreshed``); 1 too when Redis could not take them. While servers have
+    not listed their tools, stderr names them every ``STILL_WAITING_EVERY`` seconds."""
     loop = asyncio.get_running_loop()
     shared = None
     if redis_url is not None:
@@ -166,10 +155,15 @@ async def refresh(launch: Launch, redis_url: str | None = None) -> int:
         pass
 
     async def settled(busy: Callable[[], bool]) -> None:
+        said = loop.time()
         while busy():  # bounded: each server's requests end by --timeout
             done = loop.create_future()
             loop.call_later(EXPIRE_EVERY, done.set_result, None)
             await done
+            awaited = gateway.servers.awaited
+            if awaited and loop.time() - said >= STILL_WAITING_EVERY:
+                said = loop.time()
+                say("gateway", f"still waiting for: {', '.join(awaited)}", logging.INFO)
 
     driver = Driver(gateway, nowhere, store=store)
     driver.said = set()
@@ -261,6 +255,7 @@ def run_gateway(
     path: str,
     options: Options,
     *,
+    project: str | None = None,
     http: tuple[str, int] | None = None,
     access: Access | None = None,
     allow_hosts: tuple[str, ...] = (),
@@ -280,7 +275,7 @@ def run_gateway(
             f"{path}: this gateway would run inside {environment.depth()} others (at most {environment.MAX_DEPTH}):"
             " does a configuration start a gateway on itself?"
         )
-    config = read_config(path)
+    config = read_config(path, project=project)
     if config.warnings:
         say("gateway", "; ".join(config.warnings))
     launch = Launch(config, options, **choices)

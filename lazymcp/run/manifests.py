@@ -29,6 +29,9 @@ from lazymcp.tools.manifest import Listed, Manifest
 from lazymcp.tools.packed import Packed
 
 FORMAT = 1
+"""The manifests' format: written in each file and hashed into its name. A file of another format (an
+earlier or later lazymcp's) is not read and is no error: the server is listed afresh and its manifest
+written anew in this format, as when there was none."""
 MAX_MANIFEST = 32 * 1024 * 1024
 """Bytes of one manifest file read at most (the 954 tools of 30 servers take 1.8 MB in all)."""
 

@@ -336,3 +336,28 @@ def test_stats_of_a_config_with_a_failing_server_counts_it_nowhere_and_fails(tmp
     assert why and len(set(why)) == len(why), err  # each reason said once, though a refresh asks it twice
     assert "lazymcp gateway: server 'bad': not listed (why: above)" in err
     assert f"lazymcp stats: {config}: ignoring unknown server 'bad', field 'agents'" in err
+
+
+def test_stats_of_a_config_names_the_servers_it_still_waits_for_and_leaves_a_hung_one_out(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from ..conftest import SERVERS
+
+    config = tmp_path / "mcp.json"
+    plain = {"command": sys.executable, "args": [str(SERVERS / "plain_server.py")]}
+    hung = {"command": sys.executable, "args": ["-c", "import sys; sys.stdin.read()"]}  # never answers
+    config.write_text(json.dumps({"mcpServers": {"plain": plain, "hung": hung}}))
+    done = subprocess.run(
+        [sys.executable, "-m", "lazymcp", "stats", "--config", str(config), "--timeout", "20"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "lazymcp gateway: still waiting for: hung" in done.stderr.splitlines(), done.stderr
+    assert done.stdout.splitlines()[-1] == "not listed, so in no figure: hung (why: above, on stderr)"
+    assert [line.split()[0] for line in done.stdout.splitlines()[1:3]] == ["plain", "total,"]

@@ -313,3 +313,28 @@ def test_a_dynamic_gateway_answers_a_list_changing_call_after_the_clients_re_lis
     assert gateway.owed == 1 and gateway.expire(1.0 + RELIST_WAIT / 2) == []
     [late] = gateway.expire(1.0 + RELIST_WAIT)  # no re-list came: it goes within the bound
     assert isinstance(late, ToClient) and parse(late.data)["id"] == 5 and gateway.owed == 0
+
+
+def test_the_first_problem_is_raised_saying_how_many_more_there_are_and_a_list_gets_them_all() -> None:
+    data = {
+        "mcpServers": {
+            "a": {"command": "x", "args": "y"},
+            "b": {"url": "ftp://x", "headers": {"K": "${input:key}"}},
+            "c": {"command": "x", "env": {"K": "${input:key}", "L": "${input:other}"}},
+        }
+    }
+    with pytest.raises(ConfigError) as raised:
+        parse_config(data, source="f.json", environ={})
+    assert raised.value.message == (
+        "f.json: server 'a': field 'args' must be a list of strings (and 2 more: lazymcp check --config names them all)"
+    )
+    problems: list[str] = []
+    config = parse_config(data, source="f.json", environ={}, problems=problems)
+    assert problems == [
+        "f.json: server 'a': field 'args' must be a list of strings",
+        "f.json: server 'b': field 'url' must be an http:// or https:// URL",
+        "f.json: ${input:key} (server 'b', field 'headers'), ${input:other} (server 'c', field 'env') are asked of "
+        "the user by VS Code; set the environment variables LAZYMCP_INPUT_KEY, LAZYMCP_INPUT_OTHER to give them "
+        "to the gateway",
+    ]
+    assert [entry.name for entry in config.servers] == ["a", "c"]  # what could be read
