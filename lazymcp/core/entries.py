@@ -22,6 +22,8 @@ class ServerEntry:
     cwd: str | None = None
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=lambda: {})
+    transport: str = "http"
+    """How a remote server is spoken to: ``http`` (streamable HTTP) or ``sse`` (``transport_of``)."""
     defer: bool = True
     """False: its tools are core tools, listed in full."""
     enabled: bool = True
@@ -45,4 +47,20 @@ class ServerEntry:
     def identity(self) -> list[Any]:
         """What names this server's tool list in the manifest cache: everything that can change what it
         lists (how it is started or reached, its environment and headers). Only a hash of it is kept."""
-        return [list(self.command), self.cwd, self.url, sorted(self.env.items()), sorted(self.headers.items())]
+        identity = [list(self.command), self.cwd, self.url, sorted(self.env.items()), sorted(self.headers.items())]
+        return identity if self.transport == "http" else [*identity, self.transport]
+
+
+HTTP_TYPES = ("http", "streamable-http", "streamableHttp")
+"""What clients' configurations call streamable HTTP in an entry's ``type``."""
+SSE_TYPES = ("sse",)
+
+
+def transport_of(kind: object, url: str) -> str | None:
+    """The transport of a remote server whose entry says ``type`` ``kind`` (None: it says none), as clients
+    read it: a URL ending in ``/sse`` with no type is an SSE server; None for a type lazymcp does not speak."""
+    if kind is None:
+        return "sse" if url.split("?")[0].rstrip("/").endswith("/sse") else "http"
+    if kind in HTTP_TYPES:
+        return "http"
+    return "sse" if kind in SSE_TYPES else None
