@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from lazymcp.access.policy import Policy, parse_policy
 from lazymcp.access.ratelimit import parse_rate
-from lazymcp.core.entries import ServerEntry
+from lazymcp.core.entries import ServerEntry, transport_of
 from lazymcp.gateway.env_file import read_env_file
 from lazymcp.gateway.variables import Variables, workspace_of
 from lazymcp.local.files import read_json
@@ -25,7 +25,9 @@ from lazymcp.tools.metadata import ToolMeta, parse_metadata
 
 STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "envFile", "share"})
 REMOTE_KEYS = frozenset({"url", "headers"})
-COMMON_KEYS = frozenset({"type", "transport", "lazymcp", "disabled", "description", "name", "timeout", "rateLimit"})
+COMMON_KEYS = frozenset(
+    {"type", "transport", "lazymcp", "disabled", "enabled", "description", "name", "timeout", "rateLimit"}
+)
 ENTRY_KEYS = STDIO_KEYS | REMOTE_KEYS | COMMON_KEYS
 """Every key of a server's entry that lazymcp reads: the one list a misspelled key is checked against."""
 SERVER_KEYS = frozenset({"defer", "enabled", "category", "description", "tools", "inherit_env"})
@@ -103,20 +105,23 @@ class _Reader:
             raise self.fail(name, "give 'command' or 'url', not both")
         if command is None and url is None:
             raise self.fail(name, "missing field 'command' (or 'url' for a remote server)")
+        refused: str | None = None  # a transport lazymcp does not speak: refused only if the entry is enabled
         if url is not None:
             if isinstance(url, str):
                 url = self.expanded(name, "url", url)
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise self.fail(name, "field 'url' must be an http:// or https:// URL")
-            if kind is not None and kind not in ("http", "streamable-http", "streamableHttp"):
-                raise self.fail(name, f"field 'type' {kind!r} is not supported; the gateway reaches 'http' servers")
-            entry = ServerEntry(name, url=url, headers=self.mapping(name, "headers", data.get("headers", {})))
+            transport = transport_of(kind, url)
+            if transport is None:
+                refused = f"field 'type' {kind!r} is not supported; the gateway reaches 'http' and 'sse' servers"
+            headers = self.mapping(name, "headers", data.get("headers", {}))
+            entry = ServerEntry(name, url=url, headers=headers, transport=transport or "http")
         else:
             if not isinstance(command, str) or not command:
                 raise self.fail(name, "field 'command' must be a non-empty string")
             command = self.expanded(name, "command", command)
             if kind is not None and kind != "stdio":
-                raise self.fail(name, f"field 'type' {kind!r} does not go with 'command' (use 'stdio')")
+                refused = f"field 'type' {kind!r} does not go with 'command' (use 'stdio')"
             args = [self.expanded(name, "args", arg) for arg in self.strings(name, "args", data.get("args", []))]
             cwd = data.get("cwd")
             if cwd is not None and not isinstance(cwd, str):
@@ -134,6 +139,9 @@ class _Reader:
         disabled = data.get("disabled", False)
         if not isinstance(disabled, bool):
             raise self.fail(name, "field 'disabled' must be true or false")
+        enabled = data.get("enabled", True)
+        if not isinstance(enabled, bool):
+            raise self.fail(name, "field 'enabled' must be true or false")
         if "rateLimit" in data:
             entry = replace(
                 entry, rate_limit=parse_rate(data["rateLimit"], f"{self.source}: server {name!r}, field 'rateLimit'")
@@ -143,7 +151,10 @@ class _Reader:
             raise self.fail(name, f"field 'share' must be {SHARES[0]!r} or {SHARES[1]!r}, not {share!r}")
         if share != SHARES[0]:
             entry = replace(entry, share=cast(str, share))
-        return self.settings(entry, settings, data.get("lazymcp"), enabled=not disabled)
+        entry = self.settings(entry, settings, data.get("lazymcp"), enabled=enabled and not disabled)
+        if refused is not None and entry.enabled:
+            raise self.fail(name, refused)
+        return entry
 
     def settings(self, entry: ServerEntry, *layers: object, enabled: bool) -> ServerEntry:
         """The entry with its ``lazymcp`` settings: the top-level block's first, then the entry's own."""

@@ -6,6 +6,7 @@ real HTTP server."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import sys
@@ -16,11 +17,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp import Client, StdioServerParameters
 
 from lazymcp.core.entries import ServerEntry
 from lazymcp.run.manifests import ManifestStore
 
-from ..conftest import free_port, tool, until
+from ..conftest import build_plain, free_port, serving, tool, until
 from ..raw import INIT, INITIALIZED, gateway, peer, request, tool_call
 
 BOUND = 120
@@ -186,3 +188,27 @@ def silent_has_a_connection(server: socket.socket) -> bool:
 
 
 HELD: list[socket.socket] = []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("front", ["gateway", "proxy"])
+async def test_an_sse_server_is_reached_behind_the_gateway_and_the_proxy(front: str, tmp_path: Path) -> None:
+    """A real SSE server (the SDK's ``sse`` transport): the gateway reaches it by its entry's ``type``, the
+    proxy by its URL ending in ``/sse``, as clients guess."""
+    port = free_port()
+    async with serving(build_plain().sse_app(), port):
+        url = f"http://127.0.0.1:{port}/sse"
+        if front == "gateway":
+            config = tmp_path / "mcp.json"
+            config.write_text(json.dumps({"mcpServers": {"legacy": {"type": "sse", "url": url}}}))
+            args, name = ["gateway", "--config", str(config), "--mode", "eager"], "legacy__add"
+        else:
+            args, name = ["proxy", "--mode", "eager", "--url", url], "add"
+        env = {**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+        params = StdioServerParameters(command=sys.executable, args=["-m", "lazymcp", *args], env=env)
+        with anyio.fail_after(BOUND):
+            async with Client(params, mode="legacy") as client:
+                listing = await client.list_tools()
+                added = await client.call_tool(name, {"a": 2, "b": 3})
+    assert name in [tool.name for tool in listing.tools]
+    assert added.structured_content == {"result": 5}
