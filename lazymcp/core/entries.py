@@ -4,10 +4,11 @@ server), with how it is started or reached and how its tools are listed."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lazymcp.access.ratelimit import Rate
+from lazymcp.access.secrets import filled, wanted
 from lazymcp.tools.metadata import Metadata
 
 
@@ -43,6 +44,15 @@ class ServerEntry:
     @property
     def remote(self) -> bool:
         return self.url is not None
+
+    @property
+    def personal(self) -> set[str]:
+        """The names of the principal's own values its ``env`` and ``headers`` ask for (``${principal:NAME}``)."""
+        return wanted(self.env) | wanted(self.headers)
+
+    def as_principal(self, given: Mapping[str, str]) -> ServerEntry:
+        """The entry with a principal's values in place (``given`` has every one it asks for)."""
+        return replace(self, env=filled(self.env, given), headers=filled(self.headers, given))
 
     def identity(self) -> list[Any]:
         """What names this server's tool list in the manifest cache: everything that can change what it

@@ -88,7 +88,9 @@ class _Reader:
             isinstance(v, str) for v in cast(Mapping[str, object], value).values()
         ):
             raise self.fail(server, f"field {key!r} must be an object of strings")
-        return {k: self.expanded(server, key, v) for k, v in cast(Mapping[str, str], value).items()}
+        where = f"{self.source}: server {server!r}, field {key!r}"
+        values = cast(Mapping[str, str], value).items()
+        return {k: self.variables.expand(v, where, personal=True) for k, v in values}
 
     def server(self, name: str, data: object, settings: object) -> ServerEntry:
         data = self.obj(name, data, "expected an object with 'command' or 'url'")

@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
+from lazymcp.access.secrets import PrincipalSecrets, lacking
 from lazymcp.local.environment import passed_on, server_environment
 from lazymcp.protocol.errors import UpstreamError
 from lazymcp.protocol.limits import READ_SIZE, SHUTDOWN_GRACE
@@ -233,7 +234,10 @@ class ProcessConnection:
 def connect(entry: ServerEntry, *, isolated: bool) -> Connection:
     """How a server is reached: its process, or its URL. ``isolated``: a gateway's server, given the safe
     base of the environment and its own; else the proxy's one server, given the proxy's whole environment
-    (``lazymcp.local.environment``)."""
+    (``lazymcp.local.environment``). An entry that still asks for a principal's values is never started
+    (``for_principal`` fills them)."""
+    if entry.personal:
+        return Refused(lacked(entry, sorted(entry.personal), None))
     if entry.url is not None:
         return HttpConnection(entry.url, entry.headers, sse=entry.transport == "sse")
     env = server_environment(entry.env, entry.inherit_env) if isolated else passed_on(entry.env)
@@ -254,3 +258,56 @@ def _parent_death_signal() -> Callable[[], None] | None:
 
 
 _die_with_parent = _parent_death_signal()
+
+
+Connector = Callable[..., Connection]
+
+
+class Refused:
+    """A server this session cannot have: starting it fails with ``reason``, and nothing else happens."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.buffered = 0
+        self.on_pressure: Pressure = lambda paused: None
+
+    async def start(self, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
+        raise UpstreamError(self.reason)
+
+    def send(self, line: bytes) -> None:
+        pass
+
+    def pause(self, paused: bool) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+
+def lacked(entry: ServerEntry, names: Sequence[str], principal: str | None) -> str:
+    """Why ``entry`` cannot be started for ``principal``: the values it lacks, by name (never a value)."""
+    values = ", ".join(names)
+    if principal is None:
+        return f"it needs each person's own {values} (${{principal:...}}), given by --principal-secrets"
+    return (
+        f"sign-in needed: principal {principal!r} has no {values} for it; add them to its block of the"
+        " principals' secrets file (--principal-secrets)"
+    )
+
+
+def for_principal(secrets: PrincipalSecrets | None, principal: str, then: Connector = connect) -> Connector:
+    """How ``principal``'s sessions reach their servers: an entry asking for the principal's own values
+    (``${principal:NAME}``) gets them from ``secrets`` before ``then`` connects it, or is ``Refused`` with
+    the names it lacks."""
+
+    def connector(entry: ServerEntry, *, isolated: bool) -> Connection:
+        asked = entry.personal
+        if not asked:
+            return then(entry, isolated=isolated)
+        given: Mapping[str, str] = secrets.of(principal) if secrets is not None else {}
+        missing = lacking(asked, given)
+        if missing:
+            return Refused(lacked(entry, missing, principal))
+        return then(entry.as_principal(given), isolated=isolated)
+
+    return connector
