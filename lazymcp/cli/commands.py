@@ -23,6 +23,7 @@ from lazymcp.surfaces.options import SETTINGS, Options
 
 if TYPE_CHECKING:
     from lazymcp.access.bearer import Access
+    from lazymcp.access.secrets import PrincipalSecrets
 
 
 def options_of(args: argparse.Namespace) -> Options:
@@ -211,9 +212,31 @@ def gateway(args: argparse.Namespace) -> int:
             allow_hosts=tuple(args.allow_host),
             allow_origins=tuple(args.allow_origin),
             cluster=cluster_of(args),
+            secrets=principal_secrets(args.principal_secrets),
         )
     except KeyboardInterrupt:
         return 130
+
+
+def principal_secrets(path: str | None) -> PrincipalSecrets | None:
+    """The principals' secrets file (``--principal-secrets``); None without one.
+
+    Raises:
+        ConfigError: it cannot be read, others may read it (it must be mode 0600), or a line is malformed.
+    """
+    if path is None:
+        return None
+    from lazymcp.access.secrets import PrincipalSecrets
+
+    try:
+        mode = os.stat(path).st_mode
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the principals' secrets file {path!r}: {exc.strerror or exc}") from None
+    if mode & 0o077:
+        shown = oct(stat.S_IMODE(mode))[2:]
+        raise ConfigError(f"the principals' secrets file {path!r} can be read by others (mode {shown}): chmod 600 it")
+    return PrincipalSecrets.parse(text, f"the principals' secrets file {path!r}")
 
 
 def cluster_of(args: argparse.Namespace) -> tuple[str, str] | None:

@@ -240,6 +240,12 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
     gateway.add_argument("--refresh", action="store_true", help="start every server, rebuild its manifest, exit")
     gateway.add_argument("--eager-start", action="store_true", help="start every server at launch")
     gateway.add_argument(
+        "--principal-secrets",
+        metavar="FILE",
+        help="each principal's own values for ${principal:NAME} in a server's env or headers: a '[principal]' "
+        "block of NAME=value lines each (mode 0600)",
+    )
+    gateway.add_argument(
         "--first-list-wait",
         type=float,
         default=FIRST_LIST_WAIT,

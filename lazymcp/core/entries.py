@@ -4,10 +4,11 @@ server), with how it is started or reached and how its tools are listed."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lazymcp.access.ratelimit import Rate
+from lazymcp.access.secrets import filled, wanted
 from lazymcp.tools.metadata import Metadata
 
 
@@ -22,6 +23,8 @@ class ServerEntry:
     cwd: str | None = None
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=lambda: {})
+    transport: str = "http"
+    """How a remote server is spoken to: ``http`` (streamable HTTP) or ``sse`` (``transport_of``)."""
     defer: bool = True
     """False: its tools are core tools, listed in full."""
     enabled: bool = True
@@ -42,7 +45,32 @@ class ServerEntry:
     def remote(self) -> bool:
         return self.url is not None
 
+    @property
+    def personal(self) -> set[str]:
+        """The names of the principal's own values its ``env`` and ``headers`` ask for (``${principal:NAME}``)."""
+        return wanted(self.env) | wanted(self.headers)
+
+    def as_principal(self, given: Mapping[str, str]) -> ServerEntry:
+        """The entry with a principal's values in place (``given`` has every one it asks for)."""
+        return replace(self, env=filled(self.env, given), headers=filled(self.headers, given))
+
     def identity(self) -> list[Any]:
         """What names this server's tool list in the manifest cache: everything that can change what it
         lists (how it is started or reached, its environment and headers). Only a hash of it is kept."""
-        return [list(self.command), self.cwd, self.url, sorted(self.env.items()), sorted(self.headers.items())]
+        identity = [list(self.command), self.cwd, self.url, sorted(self.env.items()), sorted(self.headers.items())]
+        return identity if self.transport == "http" else [*identity, self.transport]
+
+
+HTTP_TYPES = ("http", "streamable-http", "streamableHttp")
+"""What clients' configurations call streamable HTTP in an entry's ``type``."""
+SSE_TYPES = ("sse",)
+
+
+def transport_of(kind: object, url: str) -> str | None:
+    """The transport of a remote server whose entry says ``type`` ``kind`` (None: it says none), as clients
+    read it: a URL ending in ``/sse`` with no type is an SSE server; None for a type lazymcp does not speak."""
+    if kind is None:
+        return "sse" if url.split("?")[0].rstrip("/").endswith("/sse") else "http"
+    if kind in HTTP_TYPES:
+        return "http"
+    return "sse" if kind in SSE_TYPES else None

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from lazymcp.access.policy import Policy, parse_policy
 from lazymcp.access.ratelimit import parse_rate
-from lazymcp.core.entries import ServerEntry
+from lazymcp.core.entries import ServerEntry, transport_of
 from lazymcp.gateway.env_file import read_env_file
 from lazymcp.gateway.sources import claude_project, with_comments
 from lazymcp.gateway.variables import Variables, workspace_of
@@ -27,7 +27,9 @@ from lazymcp.tools.metadata import ToolMeta, parse_metadata
 
 STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "envFile", "share"})
 REMOTE_KEYS = frozenset({"url", "headers"})
-COMMON_KEYS = frozenset({"type", "transport", "lazymcp", "disabled", "description", "name", "timeout", "rateLimit"})
+COMMON_KEYS = frozenset(
+    {"type", "transport", "lazymcp", "disabled", "enabled", "description", "name", "timeout", "rateLimit"}
+)
 ENTRY_KEYS = STDIO_KEYS | REMOTE_KEYS | COMMON_KEYS
 """Every key of a server's entry that lazymcp reads: the one list a misspelled key is checked against."""
 SERVER_KEYS = frozenset({"defer", "enabled", "category", "description", "tools", "inherit_env"})
@@ -98,8 +100,9 @@ class _Reader:
             isinstance(v, str) for v in cast(Mapping[str, object], value).values()
         ):
             raise self.fail(server, f"field {key!r} must be an object of strings")
+        where = f"{self.source}: server {server!r}, field {key!r}"
         items = cast(Mapping[str, str], value).items()
-        return {k: self.tried("", lambda v=v: self.expanded(server, key, v)) for k, v in items}
+        return {k: self.tried("", lambda v=v: self.variables.expand(v, where, personal=True)) for k, v in items}
 
     def server(self, name: str, data: object, settings: object) -> ServerEntry | None:
         """The entry of server ``name``; None when it cannot be read at all (its problems are kept)."""
@@ -128,6 +131,9 @@ class _Reader:
         disabled = data.get("disabled", False)
         if not isinstance(disabled, bool):
             self.problems.append(self.fail(name, "field 'disabled' must be true or false").message)
+        enabled = data.get("enabled", True)
+        if not isinstance(enabled, bool):
+            self.problems.append(self.fail(name, "field 'enabled' must be true or false").message)
         if entry is None:
             return None
         if "rateLimit" in data:
@@ -140,7 +146,14 @@ class _Reader:
             )
         elif share != SHARES[0]:
             entry = replace(entry, share=cast(str, share))
-        return self.tried(entry, lambda: self.settings(entry, settings, data.get("lazymcp"), enabled=not disabled))
+        on = enabled is not False and disabled is not True
+        read = entry
+        entry = self.tried(read, lambda: self.settings(read, settings, data.get("lazymcp"), enabled=on))
+        refused = _refused_transport(kind, url)
+        if refused is not None and entry.enabled:  # a transport lazymcp does not speak: refused only if in use
+            self.problems.append(self.fail(name, refused).message)
+            return None
+        return entry
 
     def remote(self, name: str, data: Mapping[str, object], kind: object) -> ServerEntry:
         url = data["url"]
@@ -149,19 +162,13 @@ class _Reader:
             url = self.expanded(name, "url", url)
         if not isinstance(url, str) or not url.startswith(("http://", "https://")) or not _has_host(url):
             raise self.fail(name, "field 'url' must be an http:// or https:// URL")
-        if kind is not None and kind not in ("http", "streamable-http", "streamableHttp"):
-            raise self.fail(name, f"field 'type' {kind!r} is not supported; the gateway reaches 'http' servers")
-        return ServerEntry(name, url=url, headers=headers)
+        return ServerEntry(name, url=url, headers=headers, transport=transport_of(kind, url) or "http")
 
     def stdio(self, name: str, data: Mapping[str, object], kind: object) -> ServerEntry:
         given_command = data["command"]
         if not isinstance(given_command, str) or not given_command:
             raise self.fail(name, "field 'command' must be a non-empty string")
         command = self.tried("", lambda: self.expanded(name, "command", given_command))
-        if kind is not None and kind != "stdio":
-            self.problems.append(
-                self.fail(name, f"field 'type' {kind!r} does not go with 'command' (use 'stdio')").message
-            )
         given = self.tried([], lambda: self.strings(name, "args", data.get("args", [])))
         args = [self.tried("", lambda arg=arg: self.expanded(name, "args", arg)) for arg in given]
         given_cwd, cwd = data.get("cwd"), None
@@ -280,6 +287,15 @@ def _has_host(url: str) -> bool:
         return bool(parts.hostname) and parts.port != 0  # .port raises on a port that is not a number
     except ValueError:
         return False
+
+
+def _refused_transport(kind: object, url: object) -> str | None:
+    """Why an entry's transport cannot be used (None: it can): a ``type`` lazymcp does not speak."""
+    if url is None:
+        return None if kind in (None, "stdio") else f"field 'type' {kind!r} does not go with 'command' (use 'stdio')"
+    if transport_of(kind, url if isinstance(url, str) else "") is not None:
+        return None
+    return f"field 'type' {kind!r} is not supported; the gateway reaches 'http' and 'sse' servers"
 
 
 def parse_config(

@@ -59,8 +59,11 @@ class Variables:
         home = environ.get("HOME") or str(Path.home())
         return cls(environ, str(workspace if workspace is not None else Path.cwd()), home)
 
-    def expand(self, value: str, where: str) -> str:
+    def expand(self, value: str, where: str, *, personal: bool = False) -> str:
         """``value`` with each variable replaced; ``where`` (file, server, field) starts every error.
+        ``personal``: a field that may hold a principal's own values (``env``, ``headers``), whose
+        ``${principal:NAME}`` stays as written until a principal's server is started
+        (``lazymcp.access.secrets``).
 
         Raises:
             ConfigError: a variable has no value here, or a ``${`` is not a variable of any client.
@@ -68,7 +71,15 @@ class Variables:
         parts: list[str] = []
         end = 0
         for match in _REFERENCE.finditer(value):
-            parts += [self._literal(value[end : match.start()], where), self._value(match.group(1), where)]
+            inner = match.group(1)
+            kind, _, rest = inner.partition(":")
+            if kind == "principal" and _NAME.fullmatch(rest):
+                if not personal:
+                    raise ConfigError(f"{where}: ${{{inner}}} is for a server's 'env' and 'headers' only")
+                parts += [self._literal(value[end : match.start()], where), match.group(0)]
+                end = match.end()
+                continue
+            parts += [self._literal(value[end : match.start()], where), self._value(inner, where)]
             end = match.end()
         parts.append(self._literal(value[end:], where))
         return "".join(parts)

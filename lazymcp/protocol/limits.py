@@ -31,6 +31,9 @@ MAX_BODY = 4 * 1024 * 1024
 EVENT_BUFFER = 1024
 """Messages kept for one session's event stream (or one listen stream) while nobody reads it: past
 it the oldest is dropped, counted, and the first drop is reported on stderr."""
+CONNECT_TIMEOUT = 4.0
+"""Seconds a remote server gets to take a connection (its name resolved, TCP and TLS done), apart from
+``--timeout``: an address that cannot be reached is named in seconds, not after the request's timeout."""
 OUTBOX = 256
 """Lines queued toward an HTTP upstream before the proxy stops reading from its client."""
 MAX_PAGES = 1000

@@ -1,5 +1,6 @@
-"""How a server is reached: a spawned process over its stdio (``ProcessConnection``) or a
-streamable-HTTP server (``HttpConnection``), both behind one small interface that moves lines.
+"""How a server is reached: a spawned process over its stdio (``ProcessConnection``) or a remote
+server over streamable HTTP or SSE (``lazymcp.run.remote.HttpConnection``), both behind one small
+interface that moves lines.
 
 Both apply backpressure: when the server does not take what is sent (its stdin pipe is full, or the
 HTTP outbox holds ``OUTBOX`` lines), ``on_pressure(True)`` tells the owner to stop reading from the
@@ -15,16 +16,13 @@ import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
-import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-
+from lazymcp.access.secrets import PrincipalSecrets, lacking
 from lazymcp.local.environment import passed_on, server_environment
-from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.errors import UpstreamError
-from lazymcp.protocol.limits import OUTBOX, READ_SIZE, SHUTDOWN_GRACE
+from lazymcp.protocol.limits import READ_SIZE, SHUTDOWN_GRACE
+from lazymcp.run.remote import HttpConnection
 
 if TYPE_CHECKING:
     from lazymcp.core.entries import ServerEntry
@@ -236,9 +234,12 @@ class ProcessConnection:
 def connect(entry: ServerEntry, *, isolated: bool) -> Connection:
     """How a server is reached: its process, or its URL. ``isolated``: a gateway's server, given the safe
     base of the environment and its own; else the proxy's one server, given the proxy's whole environment
-    (``lazymcp.local.environment``)."""
+    (``lazymcp.local.environment``). An entry that still asks for a principal's values is never started
+    (``for_principal`` fills them)."""
+    if entry.personal:
+        return Refused(lacked(entry, sorted(entry.personal), None))
     if entry.url is not None:
-        return HttpConnection(entry.url, entry.headers)
+        return HttpConnection(entry.url, entry.headers, sse=entry.transport == "sse")
     env = server_environment(entry.env, entry.inherit_env) if isolated else passed_on(entry.env)
     return ProcessConnection(entry.command, env, entry.cwd)
 
@@ -259,135 +260,54 @@ def _parent_death_signal() -> Callable[[], None] | None:
 _die_with_parent = _parent_death_signal()
 
 
-class HttpConnection:
-    """A streamable-HTTP server, through the SDK's client transport.
+Connector = Callable[..., Connection]
 
-    Lines are parsed once on the way up (the SDK's writer takes a typed message) and encoded once on
-    the way down; the outbox holds at most ``OUTBOX`` lines before the owner is told to stop reading.
-    """
 
-    def __init__(self, url: str, headers: Mapping[str, str] | None = None) -> None:
-        self.url = url
-        self.headers = dict(headers or {})
-        """Sent with every request (a gateway entry's ``headers``: credentials, usually)."""
+class Refused:
+    """A server this session cannot have: starting it fails with ``reason``, and nothing else happens."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.buffered = 0
         self.on_pressure: Pressure = lambda paused: None
-        self._stack = AsyncExitStack()
-        self._outbox: MemoryObjectSendStream[bytes] | None = None
-        self._legacy_version: str | None = None
-        self._resume = asyncio.Event()
-        self._resume.set()
-        self._queued = 0
-        self._queued_bytes = 0
-        self._pressed = False
 
     async def start(self, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
-        from mcp.client.streamable_http import streamable_http_client
-
-        try:
-            client = None
-            if self.headers:  # the timeouts the SDK's own client has: a response stream may stay open
-                import httpx2
-
-                timeout = httpx2.Timeout(30.0, read=300.0)
-                client = await self._stack.enter_async_context(
-                    httpx2.AsyncClient(headers=self.headers, timeout=timeout)
-                )
-            read, write = await self._stack.enter_async_context(streamable_http_client(self.url, http_client=client))
-        except Exception as exc:
-            raise UpstreamError(f"cannot reach the upstream server at {self.url}: {exc}") from None
-        outbox, pending = anyio.create_memory_object_stream[bytes](sys.maxsize)
-        self._outbox = outbox
-        group = await self._stack.enter_async_context(anyio.create_task_group())
-        group.start_soon(self._read, read, on_line, on_gone)
-        group.start_soon(self._write, pending, write)
-        self._stack.callback(group.cancel_scope.cancel)  # runs first: stop the pumps, then the transport
+        raise UpstreamError(self.reason)
 
     def send(self, line: bytes) -> None:
-        if self._outbox is None:
-            return
-        self._outbox.send_nowait(line)
-        self._queued += 1
-        self._queued_bytes += len(line)
-        if self._queued >= OUTBOX and not self._pressed:
-            self._pressed = True
-            self.on_pressure(True)
-
-    @property
-    def buffered(self) -> int:
-        return self._queued_bytes
+        pass
 
     def pause(self, paused: bool) -> None:
-        if paused:
-            self._resume.clear()
-        else:
-            self._resume.set()
-
-    async def _read(self, read: Any, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
-        from mcp.shared.message import SessionMessage
-
-        async for item in read:
-            if isinstance(item, Exception):
-                on_gone(f"the upstream at {self.url} failed: {item}")
-                return
-            await self._resume.wait()
-            message = cast(SessionMessage, item).message
-            line = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
-            version = jsonrpc.field(getattr(message, "result", None), "protocolVersion")
-            if isinstance(version, str):
-                self._legacy_version = version  # the 2025 handshake's answer: later requests carry it
-            on_line(line)
-        on_gone(f"the upstream at {self.url} closed the connection")
-
-    async def _write(self, pending: MemoryObjectReceiveStream[bytes], write: Any) -> None:
-        from mcp.shared.message import ClientMessageMetadata, SessionMessage
-        from mcp_types import jsonrpc_message_adapter
-
-        async for line in pending:
-            self._queued -= 1
-            self._queued_bytes -= len(line)
-            if self._pressed and self._queued < OUTBOX // 2:
-                self._pressed = False
-                self.on_pressure(False)
-            try:
-                raw = jsonrpc.parse(line)
-                message = jsonrpc_message_adapter.validate_python(raw)
-            except ValueError:
-                continue  # the core checked it: nothing it forwards fails here
-            metadata = ClientMessageMetadata(headers=self._headers(raw))
-            await write.send(SessionMessage(message, metadata=metadata))
-
-    def _headers(self, message: dict[str, Any]) -> dict[str, str]:
-        from mcp.shared.inbound import (
-            MCP_METHOD_HEADER,
-            MCP_NAME_HEADER,
-            MCP_PROTOCOL_VERSION_HEADER,
-            NAME_BEARING_METHODS,
-            encode_header_value,
-        )
-
-        from lazymcp.protocol.bridge import PROTOCOL_VERSION_KEY
-
-        method = message.get("method")
-        meta = jsonrpc.params_meta(message)
-        traceparent = meta.get("traceparent")
-        headers: dict[str, str] = {}
-        if isinstance(traceparent, str) and jsonrpc.TRACEPARENT.fullmatch(traceparent):  # the W3C header too
-            headers["traceparent"] = traceparent
-        version = meta.get(PROTOCOL_VERSION_KEY)
-        if isinstance(version, str):
-            headers[MCP_PROTOCOL_VERSION_HEADER] = version
-            if isinstance(method, str):
-                headers[MCP_METHOD_HEADER] = method
-                name = jsonrpc.field(message.get("params"), NAME_BEARING_METHODS.get(method, ""))
-                if isinstance(name, str):
-                    headers[MCP_NAME_HEADER] = encode_header_value(name)
-            return headers
-        if self._legacy_version is not None and method != "initialize":
-            headers[MCP_PROTOCOL_VERSION_HEADER] = self._legacy_version
-        return headers
+        pass
 
     async def stop(self) -> None:
-        if self._outbox is not None:
-            self._outbox.close()
-        self._resume.set()
-        await self._stack.aclose()
+        pass
+
+
+def lacked(entry: ServerEntry, names: Sequence[str], principal: str | None) -> str:
+    """Why ``entry`` cannot be started for ``principal``: the values it lacks, by name (never a value)."""
+    values = ", ".join(names)
+    if principal is None:
+        return f"it needs each person's own {values} (${{principal:...}}), given by --principal-secrets"
+    return (
+        f"sign-in needed: principal {principal!r} has no {values} for it; add them to its block of the"
+        " principals' secrets file (--principal-secrets)"
+    )
+
+
+def for_principal(secrets: PrincipalSecrets | None, principal: str, then: Connector = connect) -> Connector:
+    """How ``principal``'s sessions reach their servers: an entry asking for the principal's own values
+    (``${principal:NAME}``) gets them from ``secrets`` before ``then`` connects it, or is ``Refused`` with
+    the names it lacks."""
+
+    def connector(entry: ServerEntry, *, isolated: bool) -> Connection:
+        asked = entry.personal
+        if not asked:
+            return then(entry, isolated=isolated)
+        given: Mapping[str, str] = secrets.of(principal) if secrets is not None else {}
+        missing = lacking(asked, given)
+        if missing:
+            return Refused(lacked(entry, missing, principal))
+        return then(entry.as_principal(given), isolated=isolated)
+
+    return connector

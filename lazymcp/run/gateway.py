@@ -29,6 +29,7 @@ from lazymcp.protocol.errors import ConfigError
 from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.protocol.limits import EXPIRE_EVERY, FIRST_LIST_WAIT, Limits
 from lazymcp.run import observe, traces
+from lazymcp.run.connections import for_principal
 from lazymcp.run.driver import Driver
 from lazymcp.run.manifests import ManifestStore
 from lazymcp.run.notices import LOGGER, say
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
     from lazymcp.access.bearer import Access
+    from lazymcp.access.secrets import PrincipalSecrets
     from lazymcp.run.cluster import Cluster
     from lazymcp.run.http_front import HttpFront
     from lazymcp.run.metrics import Metrics
@@ -261,6 +263,7 @@ def run_gateway(
     allow_hosts: tuple[str, ...] = (),
     allow_origins: tuple[str, ...] = (),
     cluster: tuple[str, str] | None = None,
+    secrets: PrincipalSecrets | None = None,
     **choices: Any,
 ) -> int:
     """``lazymcp gateway --config FILE``: returns the exit status.
@@ -303,13 +306,14 @@ def run_gateway(
             eager=launch.eager,
             name="gateway",
             cluster=peers,
-            connector=SharedServers(IDLE_SECONDS).connector,  # a principal's sessions share its servers
+            connector=SharedServers(IDLE_SECONDS, secrets).connector,  # a principal's sessions share its servers
         )
         return serve_front(front, http, _metrics_routes(launch, metrics, front))
     policy = config.access
     if policy is not None or limiter is not None:  # a stdio client shows no credentials: it is anonymous
         first = build_gateway(launch, store, first.seed, policy and policy.grant(ANONYMOUS), limiter=limiter)
-    return asyncio.run(run_stdio(first, store=store, eager=launch.eager))
+    connector = for_principal(secrets, ANONYMOUS.describe())
+    return asyncio.run(run_stdio(first, store=store, eager=launch.eager, connector=connector))
 
 
 def _watchers(launch: Launch, http: tuple[str, int] | None) -> Metrics | None:

@@ -186,13 +186,15 @@ def failure(exc: BaseException, target: str) -> str:
             reason = cause.strerror or type(cause).__name__
             return f"cannot run {target}: {reason}"
     for cause in found:
-        if isinstance(cause, ConnectionRefusedError) or getattr(cause, "errno", None) == errno.ECONNREFUSED:
-            return f"cannot connect to {target}: connection refused"
+        refused = isinstance(cause, ConnectionRefusedError) or getattr(cause, "errno", None) == errno.ECONNREFUSED
+        if refused or type(cause).__name__ in ("ConnectError", "ConnectTimeout"):
+            from urllib.parse import urlsplit
+
+            from lazymcp.run.reach import failure_cause, shown  # the one reading of a failed connect
+
+            return f"cannot reach {shown(target)}: {failure_cause(cause, urlsplit(target).hostname or '')}"
     for cause in found:
-        name = type(cause).__name__
-        if name in ("ConnectError", "ConnectTimeout"):
-            return f"cannot connect to {target}: {cause or name}"
-        if name in ("HTTPStatusError",):
+        if type(cause).__name__ == "HTTPStatusError":
             return f"{target} answered with an HTTP error: {cause}"
     for cause in found:
         message = str(getattr(cause, "message", "") or cause).strip().splitlines()

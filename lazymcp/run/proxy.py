@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lazymcp.core.entries import ServerEntry
+from lazymcp.core.entries import ServerEntry, transport_of
 from lazymcp.core.proxy import Proxy
 from lazymcp.local.addresses import open_front_warning
 from lazymcp.protocol.limits import Limits
@@ -31,7 +31,7 @@ def proxy_core(upstream: Sequence[str] | str, options: Options | None, limits: L
     from lazymcp.version import __version__
 
     if isinstance(upstream, str):
-        entry = ServerEntry(UPSTREAM, url=upstream)
+        entry = ServerEntry(UPSTREAM, url=upstream, transport=transport_of(None, upstream) or "http")
     else:
         entry = ServerEntry(UPSTREAM, command=tuple(upstream))
     return Proxy(

@@ -26,11 +26,12 @@ from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.errors import UpstreamError
 from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.run import observe
-from lazymcp.run.connections import Connection, connect
+from lazymcp.run.connections import Connection, connect, for_principal
 from lazymcp.run.notices import say
 
 if TYPE_CHECKING:
     from lazymcp.access.policy import Principal
+    from lazymcp.access.secrets import PrincipalSecrets
     from lazymcp.core.entries import ServerEntry
 
 JOIN_TRIES = 3
@@ -239,8 +240,10 @@ class Lease:
 class SharedServers:
     """Every principal's shared server processes on this instance."""
 
-    def __init__(self, idle_timeout: float | None = None) -> None:
+    def __init__(self, idle_timeout: float | None = None, secrets: PrincipalSecrets | None = None) -> None:
         self.idle_timeout = idle_timeout
+        self.secrets = secrets
+        """Each principal's own values for its servers (``--principal-secrets``)."""
         """Seconds without a message after which a process is stopped (None: only when its sessions leave)."""
         self.processes: dict[Key, _Process] = {}
         self.started = 0
@@ -257,7 +260,7 @@ class SharedServers:
                 return connect(entry, isolated=isolated)
             return Lease(self, (principal, entry.name), entry)
 
-        return connector
+        return for_principal(self.secrets, principal.describe(), connector)
 
     def process(self, key: Key, entry: ServerEntry) -> _Process:
         """The principal's running process of the server, started now when there is none."""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from lazymcp.core.actions import Core
 from lazymcp.protocol.jsonrpc import Frame, line_of
 from lazymcp.protocol.limits import FLUSH_GRACE, READ_SIZE, fix_mmap_threshold
-from lazymcp.run.connections import Lines, small_reads
+from lazymcp.run.connections import Connector, Lines, connect, small_reads
 from lazymcp.run.driver import Driver
 
 if TYPE_CHECKING:
@@ -168,14 +168,20 @@ def _pollable(stream: Any, events: int) -> bool:
 
 
 async def run_stdio(
-    core: Core, stdin: Any = None, stdout: Any = None, *, store: ManifestStore | None = None, eager: bool = False
+    core: Core,
+    stdin: Any = None,
+    stdout: Any = None,
+    *,
+    store: ManifestStore | None = None,
+    eager: bool = False,
+    connector: Connector = connect,
 ) -> int:
     """Serve the client on this process's stdio until its input ends and its requests are answered (0),
     the session fails (1), or a signal stops it (128 + the signal's number)."""
     fix_mmap_threshold()
     loop = asyncio.get_running_loop()
     client = ClientStdio(stdin if stdin is not None else sys.stdin.buffer, stdout or sys.stdout.buffer)
-    driver = Driver(core, client.write_frame, store=store)
+    driver = Driver(core, client.write_frame, store=store, connector=connector)
 
     def out_pressure(paused: bool) -> None:
         client.hold("output", paused)

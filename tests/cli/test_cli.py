@@ -135,7 +135,8 @@ def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["stats", "--url", "http://127.0.0.1:9/mcp"], "cannot connect to http://127.0.0.1:9/mcp"),
+        (["stats", "--url", "http://127.0.0.1:9/mcp"], "cannot reach http://127.0.0.1:9/mcp: connection refused"),
+        (["stats", "--url", "http://lazymcp-test.invalid/mcp"], "'lazymcp-test.invalid' does not resolve"),
         (["stats", "--", "nonexistent-binary-of-lazymcp"], "cannot run nonexistent-binary-of-lazymcp"),
         (["stats", "--", "false"], "false exited with status 1"),
         (["stats", "sh", "-c", "exit 3"], "exited with status 3"),
@@ -151,7 +152,7 @@ def test_a_server_that_cannot_be_reached_is_one_line_naming_it(
 def test_debug_shows_the_traceback_too(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["stats", "--debug", "--url", "http://127.0.0.1:9/mcp"]) != 0
     err = capsys.readouterr().err
-    assert "Traceback" in err and err.splitlines()[-1].startswith("lazymcp: error: cannot connect")
+    assert "Traceback" in err and err.splitlines()[-1].startswith("lazymcp: error: cannot reach")
 
 
 def test_serve_refuses_a_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from lazymcp.cli import main
 from lazymcp.core.actions import Start, Stop, ToClient, ToServer
+from lazymcp.core.entries import ServerEntry
 from lazymcp.gateway.config import parse_config
 from lazymcp.gateway.front import Gateway
 from lazymcp.gateway.namespace import Namespace, check_server_name
@@ -30,6 +31,33 @@ def test_claude_desktop_and_vscode_files_read_to_the_same_servers() -> None:
     a, b = desktop.servers
     assert (a.command, dict(a.env), a.cwd) == (("npx", "-y", "server"), {"TOKEN": "t0k"}, "/srv")
     assert (b.url, dict(b.headers), b.remote) == ("https://example.test/mcp", {"Authorization": "Bearer t0k"}, True)
+
+
+def test_sse_entries_are_read_by_their_type_or_by_a_url_ending_in_sse() -> None:
+    servers = {
+        "typed": {"type": "sse", "url": "https://example.test/events"},
+        "guessed": {"url": "https://example.test/sse"},
+        "streamable": {"url": "https://example.test/mcp"},
+    }
+    typed, guessed, streamable = parse_config({"mcpServers": servers}).servers
+    assert (typed.transport, guessed.transport, streamable.transport) == ("sse", "sse", "http")
+    assert typed.identity() != ServerEntry("typed", url="https://example.test/events").identity()
+
+
+def test_a_disabled_entry_is_never_refused_for_its_transport() -> None:
+    servers = {
+        "off": {"type": "websocket", "url": "https://x/ws", "disabled": True},
+        "also_off": {"type": "websocket", "url": "https://x/ws", "enabled": False},
+        "settled_off": {"type": "sse", "command": "x", "lazymcp": {"enabled": False}},
+        "on": {"command": "x"},
+    }
+    config = parse_config({"mcpServers": servers})
+    assert [entry.name for entry in config.enabled] == ["on"]
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"mcpServers": {"ws": {"type": "websocket", "url": "https://x/ws"}}})
+    assert refused.value.message == (
+        "config: server 'ws': field 'type' 'websocket' is not supported; the gateway reaches 'http' and 'sse' servers"
+    )
 
 
 def test_unknown_keys_are_ignored_with_a_warning() -> None:
