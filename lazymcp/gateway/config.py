@@ -215,7 +215,7 @@ def parse_config(
     mode = _checked(top, "mode", str, reader)
     budget = _checked(top, "budget", int, reader)
     warnings = tuple(f"{source}: ignoring unknown {where}" for where in reader.unknown)
-    access = parse_policy(top.get("access"), source)
+    access = parse_policy(top["access"], source) if "access" in top else None  # "access": null is refused
     return GatewayConfig(tuple(entries), separator, mode, budget, source, warnings, access)
 
 
