@@ -3,7 +3,9 @@
 A token is let in only if the issuer's answer says it is active, not expired nor not-yet-valid, from this
 issuer when the answer says, and issued for this server (``aud`` names ``resource``). It must name whom
 it stands for, by ``sub`` or ``client_id``: one that names neither is refused (``Nameless``), never let
-in as nobody. ``lazymcp.access.oauth`` asks the issuer; this module only reads its answer.
+in as nobody, and so is one whose ``sub`` or ``client_id`` is there but is not a non-empty string (a
+number, a list, ``""``): read as absent, it would fall back to the other and merge different people into
+one principal. ``lazymcp.access.oauth`` asks the issuer; this module only reads its answer.
 """
 
 from __future__ import annotations
@@ -18,17 +20,21 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class Nameless(Exception):
-    """The issuer vouches for a token that names no subject and no client: it is refused with its own
-    reason, since the client can do nothing about it but ask its issuer for another kind of token."""
+    """The issuer vouches for a token that names no subject and no client, or names one by something
+    other than a non-empty string: it is refused with its own reason (``description``), since the client
+    can do nothing about it but ask its issuer for another kind of token."""
 
-    description = "the token names no subject and no client"
+    def __init__(self, description: str = "the token names no subject and no client") -> None:
+        super().__init__(description)
+        self.description = description
 
 
 def read_introspection(answer: object, token: str, issuer: str, resource: str, now: float) -> AccessToken | None:
     """The access an RFC 7662 answer grants this server, or None when the token is not for it.
 
     Raises:
-        Nameless: the token is for this server but names neither a subject nor a client.
+        Nameless: the token is for this server but names neither a subject nor a client, or names one by
+            something other than a non-empty string.
     """
     if not isinstance(answer, dict):
         return None
@@ -47,7 +53,7 @@ def read_introspection(answer: object, token: str, issuer: str, resource: str, n
     audiences = [aud] if isinstance(aud, str) else cast(list[object], aud) if isinstance(aud, list) else []
     if not any(isinstance(entry, str) and same_url(entry, resource) for entry in audiences):
         return None
-    scope, client_id, sub = claims.get("scope"), _name(claims.get("client_id")), _name(claims.get("sub"))
+    scope, client_id, sub = claims.get("scope"), _name(claims, "client_id"), _name(claims, "sub")
     if client_id is None and sub is None:
         raise Nameless
     return AccessToken(
@@ -61,9 +67,16 @@ def read_introspection(answer: object, token: str, issuer: str, resource: str, n
     )
 
 
-def _name(value: object) -> str | None:
-    """A claim naming someone (``sub``, ``client_id``): a non-empty string, else None."""
-    return value if isinstance(value, str) and value else None
+def _name(claims: dict[str, object], claim: str) -> str | None:
+    """A claim naming someone (``sub``, ``client_id``): None when absent (or null).
+
+    Raises:
+        Nameless: it is there but is not a non-empty string.
+    """
+    value = claims.get(claim)
+    if value is None or (isinstance(value, str) and value):
+        return value
+    raise Nameless(f"the token's {claim!r} is not a non-empty string")
 
 
 def same_url(a: str, b: str) -> bool:

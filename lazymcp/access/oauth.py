@@ -10,9 +10,10 @@ authorization server (the *issuer*) hands out access tokens, and lazymcp asks it
   from this issuer when the answer says, and issued for this server: ``aud`` must name ``resource``
   (RFC 8707). An answer without ``aud`` is refused, since then any token of the issuer would do. These
   rules, and the next, are ``lazymcp.access.claims``'s.
-- A token must name whom it stands for, by ``sub`` or ``client_id``: a session is bound to that principal
-  (client, issuer, subject), and every token naming neither would be one principal, each able to use the
-  sessions of the others. Such a token is refused (``invalid_token``), never let in as nobody.
+- A token must name whom it stands for, by ``sub`` or ``client_id``, each a non-empty string when given: a
+  session is bound to that principal (client, issuer, subject), and every token naming neither would be one
+  principal, each able to use the sessions of the others. Such a token is refused (``invalid_token``), never
+  let in as nobody, and so is one whose ``sub`` or ``client_id`` is a number, a list or ``""``.
 - Refusals follow RFC 6750 and RFC 9728: 401 with ``WWW-Authenticate: Bearer resource_metadata="…"``
   (and ``error="invalid_token"`` when a token was given); 403 ``insufficient_scope`` naming the scopes.
 - An issuer that does not answer within ``timeout`` (in total, not per read), answers with an error, or
@@ -187,8 +188,8 @@ class OAuthAccess(Access):
         except IssuerUnavailable as exc:
             body = {"error": "temporarily_unavailable", "error_description": str(exc)}
             return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER)})
-        except Nameless:
-            return self._refused(401, "invalid_token", Nameless.description)
+        except Nameless as exc:
+            return self._refused(401, "invalid_token", exc.description)
         if found is None:
             return self._refused(401, "invalid_token", "the token is not active, has expired, or is for another server")
         credentials, user = found

@@ -16,8 +16,9 @@ tool the grant refuses is, to that session, a tool that does not exist. See spec
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import translate
 from typing import cast
@@ -51,13 +52,15 @@ class Principal:
 
     @property
     def key(self) -> str:
-        """One text per principal, what its calls are counted under: ``token:<name>``, or
-        ``oauth:<issuer> <client> <subject>``, or ``anonymous``."""
+        """One text per principal, what its calls are counted and audited under: ``token:<name>`` (a name is
+        a plain word), ``oauth:["<issuer>","<client>","<subject>"]`` (a JSON array, so that no two
+        principals' parts run together into one text: client ``a b`` with subject ``c`` is not client
+        ``a`` with subject ``b c``), or ``anonymous``."""
         if self.name is not None:
             return f"token:{self.name}"
         if self.client is None and self.subject is None:
             return "anonymous"
-        return f"oauth:{self.issuer or ''} {self.client or ''} {self.subject or ''}"
+        return "oauth:" + json.dumps([self.issuer, self.client, self.subject], separators=(",", ":"))
 
 
 ANONYMOUS = Principal()
@@ -89,29 +92,33 @@ def _claim_text(value: object) -> str | None:
     return str(value) if isinstance(value, str | int | float) else None
 
 
-def _any_of(patterns: Iterable[str]) -> re.Pattern[str] | None:
-    translated = [translate(pattern) for pattern in patterns]
-    return re.compile("|".join(translated)) if translated else None
+def any_of(patterns: Iterable[str]) -> Callable[[str], bool]:
+    """Does a tool name match one of ``patterns``? A pattern matches the name it spells exactly (a tool
+    named ``get[1]`` is matched by ``get[1]``), and as a glob: ``*``, ``?``, ``[seq]``, ``[!seq]``; a glob
+    character meant literally is put in brackets (``[*]``, ``[?]``, ``[[]``)."""
+    exact = frozenset(patterns)
+    translated = [translate(pattern) for pattern in exact]
+    regex = re.compile("|".join(translated)) if translated else None
+    return lambda name: name in exact or (regex is not None and regex.match(name) is not None)
 
 
 @dataclass(frozen=True, slots=True)
 class Grant:
-    """The tools one principal may use: names matching an ``allow`` glob and no ``deny`` glob."""
+    """The tools one principal may use: names matching an ``allow`` pattern and no ``deny`` pattern
+    (``any_of``)."""
 
     allow: tuple[str, ...]
     deny: tuple[str, ...] = ()
-    _allow: re.Pattern[str] | None = field(init=False, compare=False, repr=False)
-    _deny: re.Pattern[str] | None = field(init=False, compare=False, repr=False)
+    _allow: Callable[[str], bool] = field(init=False, compare=False, repr=False)
+    _deny: Callable[[str], bool] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_allow", _any_of(self.allow))
-        object.__setattr__(self, "_deny", _any_of(self.deny))
+        object.__setattr__(self, "_allow", any_of(self.allow))
+        object.__setattr__(self, "_deny", any_of(self.deny))
 
     def __call__(self, name: str) -> bool:
         """May the principal use the tool of this gateway name?"""
-        if self._allow is None or not self._allow.match(name):
-            return False
-        return self._deny is None or not self._deny.match(name)
+        return self._allow(name) and not self._deny(name)
 
 
 NOTHING = Grant(())
@@ -150,17 +157,18 @@ class Policy:
         return [(key, p) for key, rule in self.rules.items() for p in (*rule.allow, *rule.deny)]
 
 
-def parse_policy(value: object, source: str) -> Policy | None:
-    """The ``lazymcp.access`` block of the configuration ``source``; None when it has none.
+def parse_policy(value: object, source: str) -> Policy:
+    """The ``lazymcp.access`` block of the configuration ``source`` (call it only when the block is there:
+    a configuration without one has no policy).
 
     Raises:
-        ConfigError: the block, a key or a rule is malformed (one line naming it).
+        ConfigError: the block is not an object (``null`` included: never "no policy" by accident), or a
+            key or a rule is malformed (one line naming it).
     """
-    if value is None:
-        return None
     where = f"{source}: field 'lazymcp.access'"
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{where} must be an object of rules by principal key")
+        shown = "null" if value is None else type(value).__name__
+        raise ConfigError(f"{where} must be an object of rules by principal key, not {shown}")
     rules: dict[str, Rule] = {}
     for key, body in cast(Mapping[str, object], value).items():
         _check_key(key, where)
@@ -225,10 +233,10 @@ def policy_problems(
             candidates = [server]
         else:
             candidates = list(tools)
-        regex = re.compile(translate(pattern))
+        matching = any_of([pattern])
         if any(tools[s] is None for s in candidates):
             continue  # a server not listed yet may have a tool it matches
-        if not any(regex.match(name) for s in candidates for name in tools[s] or ()):
+        if not any(matching(name) for s in candidates for name in tools[s] or ()):
             problems.append(f"{where} matches no tool of the configuration's servers")
     return problems
 

@@ -14,6 +14,7 @@ which keeps a ``MemoryCounter`` and charges it with the calls the other instance
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import OrderedDict
@@ -128,7 +129,7 @@ class Limiter:
         """Count one call of ``principal`` to a tool of ``server``; None lets it on."""
         for name, rate in self.servers:
             if name == server:
-                wait = self.counter.take(f"{principal}\x00{name}", rate, now)
+                wait = self.counter.take(json.dumps([principal, name]), rate, now)  # never a joined text
                 if wait > 0:
                     return Limited(f"{rate} per principal for server {name!r} (rateLimit)", wait)
         return None

@@ -46,6 +46,7 @@ def limits_of(args: argparse.Namespace) -> Limits:
         timeout=args.timeout or None,
         client_timeout=args.client_timeout or None,
         max_sessions=args.max_sessions or DEFAULT_MAX_SESSIONS,
+        max_principal_sessions=args.max_sessions_per_principal,
     )
 
 
@@ -114,13 +115,18 @@ def _token(path: str | None, command: str) -> list[tuple[str, str]] | None:
     ``LAZYMCP_GATEWAY_TOKEN``, else None.
 
     Raises:
-        ConfigError: the file cannot be read, holds no token, or a line is malformed.
+        ConfigError: the file cannot be read, holds no token, or a line is malformed; the variable is set
+            but blank.
     """
     from lazymcp.access.policy import read_token_file
 
     if path is None:
-        token = os.environ.get(TOKEN, "").strip()
-        return read_token_file(token, TOKEN) if token else None
+        if TOKEN not in os.environ:
+            return None
+        token = os.environ[TOKEN].strip()
+        if not token:  # set but blank: refused like an empty token file, never an open front
+            raise ConfigError(f"{TOKEN} is set but empty")
+        return read_token_file(token, TOKEN)
     try:
         text = Path(path).read_text()
         mode = os.stat(path).st_mode

@@ -145,7 +145,18 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=(
             "with --http: client sessions at once (a person's sharing one set of server processes); past it the least"
-            " recently used idle one is ended, and initialize gets 503 when all are busy (default: 32)"
+            " recently used idle one of the new session's principal is ended, and initialize gets 503 when it has"
+            " none (default: 32)"
+        ),
+    )
+    parser.add_argument(
+        "--max-sessions-per-principal",
+        type=positive,
+        default=None,
+        metavar="N",
+        help=(
+            "with --http: one principal's sessions at once; past it its own least recently used idle one is"
+            " ended, never another principal's (default: --max-sessions)"
         ),
     )
     add_address_options(parser)

@@ -245,7 +245,7 @@ class _Reader:
         mode = self.tried(None, lambda: _checked(top, "mode", str, self))
         budget = self.tried(None, lambda: _checked(top, "budget", int, self))
         warnings = tuple(f"{self.source}: ignoring unknown {where}" for where in self.unknown)
-        access = self.tried(None, lambda: parse_policy(top.get("access"), self.source))
+        access = self.tried(None, lambda: parse_policy(top["access"], self.source)) if "access" in top else None
         inputs = self.variables.missing_inputs(self.source)
         if inputs is not None:
             self.problems.append(inputs)

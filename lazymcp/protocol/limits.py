@@ -81,6 +81,8 @@ class Limits:
     timeout: float | None = DEFAULT_TIMEOUT
     client_timeout: float | None = CLIENT_TIMEOUT
     max_sessions: int = DEFAULT_MAX_SESSIONS
+    max_principal_sessions: int | None = None
+    """Sessions of one principal at once (``--max-sessions-per-principal``); None: ``max_sessions``."""
     max_body: int = MAX_BODY
     event_buffer: int = EVENT_BUFFER
 

@@ -11,7 +11,8 @@ another instance sent on to its owner (``lazymcp.run.forward``).
   reach any instance.
 - A request naming a session this instance does not hold, that is not 2026-07-28 and was not
   forwarded already, is looked up (each owner found is kept, up to ``KNOWN_OWNERS``); one of another
-  principal gets 404 here, before it leaves, and the owner checks the token again.
+  principal gets 404 here, before it leaves, and the owner checks the token again. A record that is not
+  one an instance writes (``read_record``) is ignored, with one line a session, as if there were none.
 - Redis unreachable (``LOST_AFTER`` calls failed in a row; each is bounded by ``REDIS_WAIT``, never
   retried: ``lazymcp.run.redis_link``): the instance serves the sessions it owns, opens new ones, says
   ``degraded`` on ``/readyz``, and logs one line when Redis is lost and one when it is back; its next
@@ -29,6 +30,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import fields, is_dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
+from urllib.parse import urlsplit
 from uuid import uuid4
 
 import orjson
@@ -75,6 +77,26 @@ def principal_hash(principal: object) -> str:
     return hashlib.sha256(orjson.dumps(parts)).hexdigest()[:32]
 
 
+def read_record(raw: object) -> Owner | str:
+    """A session's record as an instance writes it (``[instance, address, principal hash]``, the address an
+    http(s) URL with a host and a port it can be reached at), or why it is not one."""
+    try:
+        instance, address, principal = orjson.loads(cast(bytes, raw))
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        return "not a JSON array of three"
+    if not isinstance(instance, str) or not isinstance(address, str) or not isinstance(principal, str):
+        return "its instance, address and principal are not all strings"
+    try:
+        parts = urlsplit(address)
+        _ = parts.port  # a port that is not a number, or out of range, raises
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        usable = False
+    if not usable or any(c.isspace() or not c.isprintable() for c in address):
+        return f"its address {address[:100]!r} is not an http(s) URL"
+    return Owner(instance, address, principal)
+
+
 def _canonical(value: object) -> object:
     if isinstance(value, frozenset | set):
         return sorted(repr(item) for item in cast(frozenset[object], value))
@@ -94,6 +116,8 @@ class Cluster:
         self.forwarder = Forwarder(self.id)
         self._sessions: Mapping[str, Owned] = {}
         self._owners: OrderedDict[str, Owner] = OrderedDict()
+        self._malformed: OrderedDict[str, None] = OrderedDict()
+        """Sessions whose record in Redis was not one an instance writes, each said once."""
         self._beating: asyncio.Task[None] | None = None
         self._listening: asyncio.Task[None] | None = None
         self._failures = 0
@@ -207,14 +231,17 @@ class Cluster:
         except self._errors() as exc:
             self._lost(exc)
             return None
-        try:
-            instance, address, principal = orjson.loads(raw) if raw is not None else (None, None, None)
-        except (orjson.JSONDecodeError, TypeError, ValueError):
+        if raw is None:
             return None
-        if not isinstance(instance, str) or not isinstance(address, str) or not isinstance(principal, str):
+        owner = read_record(raw)
+        if isinstance(owner, str):  # not one an instance wrote: ignored, said once a session
+            if session_id not in self._malformed:
+                self._malformed[session_id] = None
+                if len(self._malformed) > KNOWN_OWNERS:
+                    self._malformed.popitem(last=False)
+                say("gateway", f"ignoring the record of session {session_id[:8]}... in Redis: {owner}")
             return None
-        owner = Owner(instance, address, principal)
-        if instance != self.id:
+        if owner.instance != self.id:
             self._owners[session_id] = owner
             if len(self._owners) > KNOWN_OWNERS:
                 self._owners.popitem(last=False)

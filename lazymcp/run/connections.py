@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import os
 import signal
 import sys
 from collections import deque
@@ -176,11 +177,16 @@ class ProcessConnection:
                 preexec_fn=_die_with_parent,
             )
         except OSError as exc:
-            reason = exc.strerror or exc
-            raise UpstreamError(f"cannot start the upstream server {self.command[0]!r}: {reason}") from None
+            raise UpstreamError(self._not_started(exc)) from None
         self._transport, self._protocol = transport, protocol
         self._stdin = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))
         small_reads(transport.get_pipe_transport(1))
+
+    def _not_started(self, exc: OSError) -> str:
+        """Why the process did not start, naming what is missing: its working directory, or its program."""
+        missing = self.cwd is not None and (exc.filename == self.cwd or not os.path.isdir(self.cwd))
+        what = f"its working directory {self.cwd!r}: " if missing else ""
+        return f"cannot start the upstream server {self.command[0]!r}: {what}{exc.strerror or exc}"
 
     def send(self, line: bytes) -> None:
         if self._stdin is not None and not self._stdin.is_closing():

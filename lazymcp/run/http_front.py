@@ -13,9 +13,10 @@
 Sessions are sealed: every id, cancellation, progress token and notification is mapped within one
 session, and nothing one session sends can name another's request.
 
-Limits (``lazymcp.protocol.limits``): at most ``max_sessions`` sessions (each a process) at once: at the cap a
-new session takes the place of the least recently used one with nothing in flight, and when every one
-is busy ``initialize`` gets 503; a body of at most ``max_body`` bytes (413); a POST waits at most the timeout
+Limits (``lazymcp.protocol.limits``): at most ``max_sessions`` sessions (each a process) at once, and at
+most ``max_principal_sessions`` of one principal: at either cap a new session takes the place of the
+least recently used one of its own principal with nothing in flight (never another principal's), and
+when there is none ``initialize`` gets 503; a body of at most ``max_body`` bytes (413); a POST waits at most the timeout
 for its answer; each event stream keeps at most ``event_buffer`` unread messages, dropping the oldest.
 A session whose upstream failed is closed and its process reaped at once; one idle for
 ``IDLE_SECONDS`` is ended. Host and Origin are checked by every front's one rule (``http_checks.Guard``:
@@ -182,30 +183,35 @@ class HttpFront:
                     del table[key]
                     self._reap_later(side, "the session was idle too long")
 
-    def _make_room(self) -> bool:
-        """At the cap, end the least recently used session with nothing in flight (a 2025 client, if it
-        comes back, gets 404 and starts a new one, as MCP clients do; a 2026 one gets a new one at its
-        next request); False when every session is busy."""
-        if len(self.sessions) + len(self.moderns) < self.limits.max_sessions:
-            return True
-        idle = [
+    def _make_room(self, principal: Principal) -> str | None:
+        """Room for a new session of ``principal``; None when there is, else why not. A principal at its
+        share (``max_principal_sessions``), or any at the cap (``max_sessions``), ends the least recently
+        used of its own sessions with nothing in flight (a 2025 client, if it comes back, gets 404 and
+        starts a new one, as MCP clients do; a 2026 one gets a new one at its next request): one
+        principal's new sessions never end another's."""
+        limits = self.limits
+        own = [
             (side.last_seen, table, key)
             for table in self._tables()
             for key, side in table.items()
-            if not side.waiting and not side.streams
+            if side.principal == principal
         ]
+        share = limits.max_principal_sessions or limits.max_sessions
+        if len(own) < share and len(self.sessions) + len(self.moderns) < limits.max_sessions:
+            return None
+        idle = [found for found in own if not found[1][found[2]].waiting and not found[1][found[2]].streams]
         if not idle:
-            return False
+            if len(own) >= share:
+                return f"this principal's {len(own)} sessions are all busy (--max-sessions-per-principal {share})"
+            return f"the {self.name} serves at most {limits.max_sessions} sessions, all of others (--max-sessions)"
         _, table, oldest = min(idle, key=lambda found: found[0])
-        self._reap_later(table.pop(oldest), f"the {self.name} needed its place for a new session")
-        return True
+        self._reap_later(table.pop(oldest), f"the {self.name} needed its place for a new session of its principal")
+        return None
 
     async def _open(self, principal: Principal, *, remap_ids: bool) -> HttpSession | Response:
-        if not self._make_room():
-            limit = self.limits.max_sessions
-            return error_response(
-                None, 503, f"Too many sessions: the {self.name} serves at most {limit} busy ones (--max-sessions)"
-            )
+        full = self._make_room(principal)
+        if full is not None:
+            return error_response(None, 503, f"Too many sessions: {full}")
         side = HttpSession(
             lambda sink: Driver(self.make_core(principal), sink, store=self.store, **self._connector(principal)),
             remap_ids=remap_ids,

@@ -169,10 +169,11 @@ async def test_an_oauth_token_naming_no_subject_and_no_client_is_refused(tmp_pat
                 }
     statuses = {token: answer[0] for token, answer in answers.items()}
     assert statuses == {"nameless": 401, "empty-names": 401, "subject-only": 200, "client-only": 200}
-    for token in ("nameless", "empty-names"):
+    reasons = {
+        "nameless": "the token names no subject and no client",
+        "empty-names": "the token's 'client_id' is not a non-empty string",
+    }
+    for token, reason in reasons.items():
         _, headers, body = answers[token]
         assert 'error="invalid_token"' in headers["www-authenticate"]
-        assert json.loads(body) == {
-            "error": "invalid_token",
-            "error_description": "the token names no subject and no client",
-        }
+        assert json.loads(body) == {"error": "invalid_token", "error_description": reason}
