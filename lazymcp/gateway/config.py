@@ -19,7 +19,7 @@ from lazymcp.gateway.env_file import read_env_file
 from lazymcp.gateway.variables import Variables, workspace_of
 from lazymcp.local.files import read_json
 from lazymcp.protocol.errors import CatalogError, ConfigError
-from lazymcp.protocol.messages import SEPARATOR
+from lazymcp.protocol.messages import MODES, SEPARATOR
 from lazymcp.protocol.names import one_edit_away
 from lazymcp.tools.metadata import ToolMeta, parse_metadata
 
@@ -32,7 +32,7 @@ SERVER_KEYS = frozenset({"defer", "enabled", "category", "description", "tools",
 """What a server's ``lazymcp`` key may hold."""
 SHARES = ("principal", "session")
 """What a server's ``share`` may be: one process per principal (the default) or per session, over HTTP."""
-TOP_KEYS = frozenset({"separator", "servers", "mode", "budget", "access"})
+TOP_KEYS = frozenset({"separator", "servers", "mode", "budget", "access", "hosts"})
 """What the top-level ``lazymcp`` block may hold (``servers``: per-server settings by server name)."""
 
 
@@ -48,6 +48,8 @@ class GatewayConfig:
     warnings: tuple[str, ...] = ()
     access: Policy | None = None
     """Which principal may use which tool (``lazymcp.access.policy``); None: everyone, every tool."""
+    hosts: tuple[tuple[str, str], ...] = ()
+    """A mode by host (``clientInfo.name``): ``lazymcp.hosts``."""
 
     @property
     def enabled(self) -> tuple[ServerEntry, ...]:
@@ -216,7 +218,12 @@ def parse_config(
     budget = _checked(top, "budget", int, reader)
     warnings = tuple(f"{source}: ignoring unknown {where}" for where in reader.unknown)
     access = parse_policy(top.get("access"), source)
-    return GatewayConfig(tuple(entries), separator, mode, budget, source, warnings, access)
+    hosts = reader.obj(None, top.get("hosts", {}), "field 'lazymcp.hosts' must be an object of modes by host name")
+    for host, value in hosts.items():
+        if value not in MODES:
+            raise reader.fail(None, f"field 'lazymcp.hosts.{host}' must be one of {', '.join(MODES)}, not {value!r}")
+    modes = tuple((host, cast(str, value)) for host, value in hosts.items())
+    return GatewayConfig(tuple(entries), separator, mode, budget, source, warnings, access, modes)
 
 
 def _checked(top: Mapping[str, object], key: str, kind: type, reader: _Reader) -> Any:

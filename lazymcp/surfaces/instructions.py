@@ -37,6 +37,8 @@ def _line(group: Group) -> str:
     if len(described) > 200:
         described = described[:199].rstrip() + "…"
     head = f"- {group.name}: {described}" if described else f"- {group.name}:"
+    if not count:
+        return f"{head} its tools are listed once it starts."
     more = ", ..." if count > NAMES_SHOWN else ""
     return f"{head} {count} tool{'s' if count != 1 else ''} ({shown}{more})."
 
