@@ -18,6 +18,8 @@ from mcp_types import Implementation
 
 from lazymcp.surfaces.hosts import ALWAYS_LOAD
 
+from ..conftest import free_port, until_listening
+
 TIMEOUT = 90
 PLAIN = str(Path(__file__).parents[1] / "servers" / "plain_server.py")
 HOST_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "ENABLE_TOOL_SEARCH", "ANTHROPIC_BASE_URL", "LAZYMCP_MODE")
@@ -85,3 +87,27 @@ async def test_the_proxy_serves_codex_full_definitions_and_claude_code_off_searc
     away = environment(tmp_path / "cache", CLAUDECODE="1", ANTHROPIC_BASE_URL="http://127.0.0.1:9")
     claude, _ = await listed(proxy, away, "claude-code")
     assert claude[0].name == "describe_tools" and (claude[0].meta or {})[ALWAYS_LOAD] is True
+
+
+@pytest.mark.anyio
+async def test_over_http_the_endpoint_urls_mode_chooses_for_the_session(config: Path, tmp_path: Path) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), "--http", f"127.0.0.1:{port}"]
+    claude = Implementation(name="claude-code", version="2.1.197")
+    async with await anyio.open_process(command, env=environment(tmp_path / "cache")) as process:
+        try:
+            with anyio.fail_after(TIMEOUT):
+                await until_listening(port, process)
+                url = f"http://127.0.0.1:{port}/mcp"
+                async with Client(url, mode="legacy", client_info=claude) as client:
+                    assert len((await client.list_tools()).tools) == 3  # nothing tells over HTTP: the table's
+                async with Client(f"{url}?mode=describe", mode="legacy", client_info=claude) as client:
+                    tools = (await client.list_tools()).tools
+                assert tools[0].name == "describe_tools" and (tools[0].meta or {})[ALWAYS_LOAD] is True
+                async with Client(f"{url}?mode=proxy", mode="2026-07-28", client_info=claude) as client:
+                    assert len((await client.list_tools()).tools) == 4
+                with pytest.raises(Exception):  # noqa: B017 - the SDK's error for a refused initialize
+                    async with Client(f"{url}?mode=lazy", mode="legacy", client_info=claude) as client:
+                        await client.list_tools()
+        finally:
+            process.kill()
