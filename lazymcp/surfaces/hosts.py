@@ -313,3 +313,10 @@ def asked_mode(query: Mapping[str, str] | None) -> Mode | None:
         return parse_mode(asked, "the endpoint's ?mode=")
     except ValueError as exc:
         raise InvalidParams("mode", "unknown_value", str(exc)) from None
+
+
+def every_host(catalog: Catalog) -> list[tuple[Host, Choice]]:
+    """Each host of the table (its latest row) and the mode ``catalog`` serves it, as ``stats`` shows them:
+    what the table, the configuration and the host's cap decide (not a stdio environment)."""
+    names = dict.fromkeys(host.name for host in HOSTS)
+    return [(host, choose(catalog, Session({"name": name}))) for name in names if (host := known(name)) is not None]

@@ -336,3 +336,18 @@ def test_stats_of_a_config_with_a_failing_server_counts_it_nowhere_and_fails(tmp
     assert why and len(set(why)) == len(why), err  # each reason said once, though a refresh asks it twice
     assert "lazymcp gateway: server 'bad': not listed (why: above)" in err
     assert f"lazymcp stats: {config}: ignoring unknown server 'bad', field 'agents'" in err
+
+
+def test_stats_says_which_mode_each_known_host_gets_and_why(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    hosts = {name: (mode, why) for _, name, mode, why in run_json(capsys, "stats")["hosts"]}
+    assert hosts["claude-code"][0] == "eager" and "2 turns" in hosts["claude-code"][1]
+    assert hosts["gemini-cli-mcp-client"][0] == "describe"
+    many = tmp_path / "many.json"
+    many.write_text(json.dumps([{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(600)]))
+    hosts = {name: (mode, why) for _, name, mode, why in run_json(capsys, "stats", "--catalog", str(many))["hosts"]}
+    assert hosts["gemini-cli-mcp-client"][0] == "proxy" and "cap of 512" in hosts["gemini-cli-mcp-client"][1]
+    pinned = run_json(capsys, "stats", "--host-mode", "codex-mcp-client=core", "--mode", "proxy")["hosts"]
+    assert {name: mode for _, name, mode, _ in pinned} == {
+        **{name: "proxy" for _, name, _, _ in pinned},
+        "codex-mcp-client": "core",
+    }
