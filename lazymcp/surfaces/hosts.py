@@ -11,7 +11,7 @@ rule every front end (the SDK server, the proxy, the gateway) follows to pick a 
 3. the configuration's mode for every host (``--mode``, ``LAZYMCP_MODE``, ``lazymcp.mode``);
 4. the table's mode for this host; for Claude Code over stdio, what its environment says of its tool
    search (``tool_search``);
-5. the server's default (``describe``; the gateway's ``auto``).
+5. the server's default (``describe``; the gateway's ``auto``), also for a known host that does not defer.
 
 Whatever was chosen, a listing never holds more tools than the host accepts: past its cap, ``proxy``.
 A host with an always-load hint gets it on every meta-tool listed to it (``Catalog.serving``): a host that
@@ -53,7 +53,8 @@ class Host:
     """It lists again on ``notifications/tools/list_changed`` (None: not known)."""
     cap: int | None
     """The most tools one request of it may carry (None: no known cap)."""
-    mode: Mode
+    mode: Mode | None
+    """Its mode; None: the server's default (``describe``; the gateway's ``auto``, which keeps to a budget)."""
     always_load: str | None = None
     """The ``_meta`` key it reads as "do not defer this tool", where it has one."""
     since: tuple[int, ...] = ()
@@ -64,7 +65,7 @@ class Host:
 HOSTS: Final[tuple[Host, ...]] = (
     # Claude Code before its tool search (the 2.1 line): every definition goes to the model, as with
     # any host that does not defer, so stubs keep their savings.
-    Host(CLAUDE_CODE, "Claude Code", defers=False, list_changed=True, cap=None, mode="describe"),
+    Host(CLAUDE_CODE, "Claude Code", defers=False, list_changed=True, cap=None, mode=None),
     # Claude Code 2.1.197, sample catalog (130 tools), a scripted model API, search on: eager 1,123 tokens
     # in 2 turns (its ToolSearch, then the call); describe 1,147 in 4 (the stub loaded and found empty,
     # describe_tools loaded and called, then the call); proxy 33 in 4 to 5. Search off: describe 5,304
@@ -101,7 +102,7 @@ HOSTS: Final[tuple[Host, ...]] = (
         defers=False,
         list_changed=True,
         cap=512,
-        mode="describe",
+        mode=None,
         why="shows every definition: describe 43% of eager's tokens in the same 2 turns; 512 declarations at most",
     ),
     # VS Code and Copilot CLI defer tool definitions themselves (their tool search), as Claude Code and
@@ -134,7 +135,7 @@ HOSTS: Final[tuple[Host, ...]] = (
         why="defers definitions itself, as the measured Claude Code and Codex do",
     ),
     # Cursor: not measured; served as any host lazymcp does not know.
-    Host("cursor-vscode", "Cursor", defers=False, list_changed=True, cap=None, mode="describe", why="not measured"),
+    Host("cursor-vscode", "Cursor", defers=False, list_changed=True, cap=None, mode=None, why="not measured"),
 )
 """Every host lazymcp knows, by ``clientInfo.name``; a name's later rows cover later versions."""
 
@@ -272,9 +273,9 @@ def _by_table(catalog: Catalog, host: Host, session: Session, full_tokens: Calla
         search = tool_search(session.environ, tokens)
         if search is not None:
             on, said = search
-            mode: Mode = "eager" if on else "describe"
+            mode: Mode = "eager" if on else catalog.options.mode
             return Choice(mode, f"{host.label}'s tool search is {'on' if on else 'off'} ({said})")
-    return Choice(host.mode, f"{host.label}: {host.why}" if host.why else host.label)
+    return Choice(host.mode or catalog.options.mode, f"{host.label}: {host.why}" if host.why else host.label)
 
 
 def _full_tokens(catalog: Catalog) -> int:

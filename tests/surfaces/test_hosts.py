@@ -24,14 +24,15 @@ def catalog(count: int = 5, **options: Any) -> Catalog:
 
 def test_every_row_names_its_host_as_it_sends_itself_and_says_why() -> None:
     assert {host.name for host in HOSTS} >= {"claude-code", "codex-mcp-client", "gemini-cli-mcp-client"}
-    assert all(host.why or host.mode == "describe" for host in HOSTS)
+    assert all(host.why or host.mode is None for host in HOSTS)
+    assert all(host.mode is None for host in HOSTS if not host.defers)  # the server's default, and its budget
 
 
 def test_versions_choose_the_row_claude_code_before_its_tool_search_is_served_stubs() -> None:
     assert version_of("2.1.197") == (2, 1, 197) and version_of("0.61.0-nightly") == (0, 61, 0)
     assert version_of("") == ()
     old, new = host_of({"name": "claude-code", "version": "2.0.76"}), host_of(CLAUDE)
-    assert old is not None and not old.defers and old.mode == "describe"
+    assert old is not None and not old.defers and old.mode is None
     assert new is not None and new.defers and new.mode == "eager"
     assert host_of({"name": "claude-code"}) is new  # no version: its latest row
     assert host_of({"name": "someone-else"}) is None and host_of("claude-code") is None
