@@ -94,6 +94,7 @@ class Options:
             unknown = [name for name in self.meta_tools if name not in LISTABLE]
             if unknown:
                 raise ValueError(f"meta_tools may name {', '.join(LISTABLE)}; not {unknown[0]!r}")
+        object.__setattr__(self, "hosts", tuple((host, mode) for host, mode in self.hosts))  # pairs given as a list
         for host, mode in self.hosts:
             if mode not in MODES:
                 raise ValueError(f"the mode of host {host!r} must be one of {', '.join(MODES)}, not {mode!r}")
