@@ -52,7 +52,8 @@ async def test_claude_code_with_its_tool_search_on_gets_full_definitions_and_alw
     names = [tool.name for tool in tools]
     assert names[0] == "search_tools" and len(names) == SAMPLE_TOOLS + 1
     assert (tools[0].meta or {}).get(ALWAYS_LOAD) is True
-    assert not any(schema_is_stub(tool) for tool in tools[1:])
+    full = {tool["name"]: tool["inputSchema"] for tool in sample_tools()}
+    assert {tool.name: tool.input_schema for tool in tools[1:]} == full
     assert instructions and "130 tools" in instructions
 
 
@@ -83,7 +84,8 @@ async def test_claude_code_told_search_is_false_gets_stubs_and_a_mode_flag_wins_
 @pytest.mark.anyio
 async def test_codex_gets_full_definitions_and_gemini_cli_gets_stubs_over_stdio() -> None:
     codex, _ = await listed_over_stdio("codex-mcp-client", "0.171.0", environment())
-    assert len(codex) == SAMPLE_TOOLS and not any(schema_is_stub(tool) for tool in codex[:5])
+    full = {tool["name"]: tool["inputSchema"] for tool in sample_tools()}
+    assert {tool.name: tool.input_schema for tool in codex} == full
     gemini, _ = await listed_over_stdio("gemini-cli-mcp-client", "0.61.0", environment())
     assert gemini[0].name == "describe_tools" and (gemini[0].meta or {}).get(ALWAYS_LOAD) is None
 
