@@ -32,7 +32,8 @@ class Group:
 
 def _line(group: Group) -> str:
     count = len(group.tools)
-    shown = ", ".join(group.tools[:NAMES_SHOWN])
+    few = min(NAMES_SHOWN, count)
+    shown = ", ".join(group.tools[i * count // few] for i in range(few))  # spread over the list
     described = (group.description or "").strip().replace("\n", " ")
     if len(described) > 200:
         described = described[:199].rstrip() + "…"
