@@ -52,6 +52,7 @@ from lazymcp.protocol.errors import CatalogError, LazyMCPError
 from lazymcp.protocol.messages import EXT_ID, Tool
 from lazymcp.protocol.paging import Pages, PagingError
 from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.hosts import Choice, Session, asked_mode, choose
 from lazymcp.surfaces.methods import METHODS, NEW_METHODS, Answer, Caller, Run, advertise, declares, dispatch
 from lazymcp.surfaces.modes import DynamicSession, check_configuration, check_known_tools
 from lazymcp.surfaces.options import Options
@@ -110,6 +111,7 @@ class LazyTools:
         self._legacy_sessions: list[ServerSession] = []
         self._pending: set[asyncio.Task[None]] = set()
         self._on_change = on_change
+        self.environ: Mapping[str, str] | None = None  # a stdio host's environment (``serve`` sets it)
         self.bus = bus or self._find_or_install_bus()
         self._install()
 
@@ -265,8 +267,10 @@ class LazyTools:
     async def _serve(self, ctx: Context, call_next: CallNext | None) -> HandlerResult:
         """One ``tools/*`` request through the one door, and its outcome carried out."""
         catalog = await self.catalog(ctx)
-        caller = Caller(declared=client_declared(ctx), session=self._session(ctx), envelope=self._envelope(ctx))
         try:
+            choice = self.choice(ctx, catalog)
+            declared, session, envelope = client_declared(ctx), self._session(ctx), self._envelope(ctx)
+            caller = Caller(declared=declared, session=session, envelope=envelope, choice=choice)
             outcome = dispatch(ctx.method, catalog, ctx.params, caller)
         except LazyMCPError as exc:
             raise _wire_error(exc) from None
@@ -282,6 +286,12 @@ class LazyTools:
                 replace(ctx, params={**params, "name": outcome.name, "arguments": outcome.arguments})
             )
         return await call_next(ctx)
+
+    def choice(self, ctx: Context, catalog: Catalog) -> Choice:
+        """This request's host's mode (``lazymcp.surfaces.hosts.choose``); a bad ``?mode=`` raises InvalidParams."""
+        params, query = ctx.session.client_params, getattr(ctx.request, "query_params", None)
+        info = None if params is None else params.client_info.model_dump(mode="json", exclude_none=True)
+        return choose(catalog, Session(info, asked_mode(query), self.environ))
 
     def _session(self, ctx: Context) -> DynamicSession | None:
         """This connection's dynamic-mode session, when it can have one (2025-11-25, with a back channel)."""
@@ -351,22 +361,10 @@ def lazify(
         bus = bus or sdk_private.subscription_bus(server)
         lazy = LazyTools(lowlevel, options=options, tools=tools, bus=bus, metadata=declared)
         if tools is None:
-            lazy.check_tools(_registered_tools(server))
+            lazy.check_tools(sdk_private.registered_tools(server))
         _watch_tool_manager(server, lazy)
         return lazy
     return LazyTools(server, options=options, tools=tools, bus=bus, metadata=declared)
-
-
-def _registered_tools(server: MCPServer[Any]) -> list[Tool]:
-    """An ``MCPServer``'s tools as far as names and metadata go, read without serving a request."""
-    manager = sdk_private.tool_manager(server)
-    tools: list[Tool] = []
-    for tool in manager.list_tools():
-        entry: Tool = {"name": tool.name, "description": tool.description, "inputSchema": tool.parameters}
-        if tool.meta is not None:
-            entry["_meta"] = tool.meta
-        tools.append(entry)
-    return tools
 
 
 def _watch_tool_manager(server: MCPServer[Any], lazy: LazyTools) -> None:

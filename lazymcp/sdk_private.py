@@ -88,3 +88,15 @@ def absorb_tools(session: ClientSession, tools: list[types.Tool]) -> None:
 def memory_transport(server: Server[Any]) -> Any:
     """An in-process 2025-11-25 transport to ``server`` (``mcp.client._memory``)."""
     return InMemoryTransport(server)
+
+
+def registered_tools(server: MCPServer[Any]) -> list[dict[str, Any]]:
+    """An ``MCPServer``'s tools as far as names and metadata go, read without serving a request."""
+    manager = tool_manager(server)
+    tools: list[dict[str, Any]] = []
+    for tool in manager.list_tools():
+        entry: dict[str, Any] = {"name": tool.name, "description": tool.description, "inputSchema": tool.parameters}
+        if tool.meta is not None:
+            entry["_meta"] = tool.meta
+        tools.append(entry)
+    return tools

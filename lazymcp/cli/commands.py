@@ -296,7 +296,7 @@ def stats(args: argparse.Namespace, command: list[str]) -> int:
     else:
         server = build_server(_catalog_tools(args.catalog), options).server
         target, stock_target = memory_transport(server), memory_transport(server)
-    asked = options != Options()  # a mode or listing setting given: the stock row is computed in it
+    asked = replace(options, by_host=False) != Options()  # a setting given: the stock row is computed in it
     try:
         report = anyio.run(lambda: collect(target, stock_target, options=options if asked else None))
     except Exception as exc:

@@ -18,6 +18,7 @@ from lazymcp.protocol.jsonrpc import Frame
 
 if TYPE_CHECKING:
     from lazymcp.core.entries import ServerEntry
+    from lazymcp.core.session import ClientSession
     from lazymcp.protocol.messages import Tool
     from lazymcp.surfaces.catalog import Catalog
     from lazymcp.tools.manifest import Listed
@@ -138,6 +139,8 @@ class Core(Protocol):
     """Each server fails alone and sees only its own environment (the gateway); else the session is its one
     server's (the proxy: the client's configuration sets that server's environment on the proxy's entry)."""
     timeout: float | None
+    session: ClientSession
+    """The client's session (what the front learns of it, such as the mode its URL asks for, goes here)."""
 
     def entry(self, server: str) -> ServerEntry:
         """How to reach ``server``."""

@@ -43,6 +43,7 @@ from lazymcp.protocol.errors import ErrorCode, LazyMCPError
 from lazymcp.protocol.jsonrpc import Frame, RequestId
 from lazymcp.protocol.limits import CLIENT_TIMEOUT, DEFAULT_TIMEOUT
 from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.instructions import catalog_instructions
 from lazymcp.surfaces.methods import METHODS, Answer, Run, advertise, dispatch
 from lazymcp.surfaces.options import Options
 
@@ -197,8 +198,9 @@ class Proxy:
         request_id: RequestId = message["id"]
         params = frame.params
         modern = is_modern(params)
+        dynamic = self.options.mode == "dynamic"
         caller = self.session.caller(
-            params, modern=modern, dynamic=self.options.mode == "dynamic", envelope=self.upstream.envelope
+            params, modern=modern, dynamic=dynamic, envelope=self.upstream.envelope, catalog=catalog
         )
         try:
             outcome = dispatch(message["method"], catalog, message.get("params"), caller)
@@ -261,6 +263,9 @@ class Proxy:
             return frame
         result = cast(dict[str, Any], result)
         if pending.method in ("initialize", "server/discover"):
+            if not result.get("instructions") and self.catalog is not None:  # the server's own, else its tools'
+                name = str(jsonrpc.field(result.get("serverInfo"), "name") or "the server")
+                result = {**result, "instructions": catalog_instructions(self.catalog, name)}
             return frame.changed(result=advertise(result, self.options))
         if pending.bridged:
             server_info = self.upstream.envelope.server_info

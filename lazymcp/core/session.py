@@ -21,6 +21,9 @@ from lazymcp.core.relist import Relist
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.bridge import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LEGACY, Bridge, Envelope, Serializer, meta
 from lazymcp.protocol.jsonrpc import Frame, id_key
+from lazymcp.protocol.messages import MODES, Mode
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.hosts import Session, choose
 from lazymcp.surfaces.metacalls import DynamicSession
 from lazymcp.surfaces.methods import Caller, declares
 
@@ -43,6 +46,8 @@ class SessionRecord:
     """It declared the lazy-tools extension (for a 2026 client: in its last request)."""
     dynamic: DynamicSession = field(default_factory=DynamicSession)
     """Its tools in ``dynamic`` mode (a 2025 session's only)."""
+    mode: Mode | None = None
+    """The mode its endpoint URL asked for (``?mode=``), over its host's (``lazymcp.surfaces.hosts``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -51,17 +56,20 @@ class SessionRecord:
             "declared": self.declared,
             "enabled": list(self.dynamic.enabled),
             "disabled": sorted(self.dynamic.disabled),
+            "mode": self.mode,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SessionRecord:
         era = data.get("era")
         dynamic = DynamicSession(dict.fromkeys(data.get("enabled") or ()), set(data.get("disabled") or ()))
+        mode = data.get("mode")
         return cls(
             era if era in ("legacy", "modern") else None,
             cast(dict[str, Any] | None, data.get("initialize")),
             bool(data.get("declared")),
             dynamic,
+            next((known for known in MODES if known == mode), None),
         )
 
 
@@ -80,6 +88,8 @@ class ClientSession:
     """A 2026 client's requests that servers answer, by id: their method (the answer gets the envelope)."""
     relist: Relist = field(default_factory=Relist)
     """Answers to calls that changed a dynamic session's tool list, held for the client's re-list."""
+    environ: Mapping[str, str] | None = None
+    """The environment the host started this process with, when it serves the client over stdio."""
 
     @classmethod
     def of(cls, serialize: Serializer | None) -> ClientSession:
@@ -123,13 +133,20 @@ class ClientSession:
             return _declares(envelope.get(CLIENT_CAPABILITIES_KEY))
         return self.record.declared
 
-    def caller(self, params: Mapping[str, Any], *, modern: bool, dynamic: bool, envelope: Envelope) -> Caller:
+    def caller(
+        self, params: Mapping[str, Any], *, modern: bool, dynamic: bool, envelope: Envelope, catalog: Catalog
+    ) -> Caller:
         """How ``lazymcp.surfaces.methods.dispatch`` sees one request of this client: a 2026 one enveloped and
-        without a session (2026-07-28 has none), a 2025 one with its dynamic tools when ``dynamic``."""
+        without a session (2026-07-28 has none), a 2025 one with its dynamic tools when ``dynamic``; served
+        the mode its host gets from ``catalog`` (``lazymcp.surfaces.hosts.choose``)."""
+        info = meta(params).get(CLIENT_INFO_KEY) if modern else None
+        if info is None and self.record.initialize is not None:
+            info = self.record.initialize.get("clientInfo")
         return Caller(
             declared=self.declared(params, modern),
             session=None if modern or not dynamic else self.record.dynamic,
             envelope=envelope if modern else None,
+            choice=choose(catalog, Session(info, self.record.mode, self.environ)),
         )
 
     def sent_on(self, request_id: object, method: str) -> None:

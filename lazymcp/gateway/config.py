@@ -21,7 +21,7 @@ from lazymcp.gateway.sources import claude_project, with_comments
 from lazymcp.gateway.variables import Variables, workspace_of
 from lazymcp.local.files import read_json
 from lazymcp.protocol.errors import CatalogError, ConfigError
-from lazymcp.protocol.messages import SEPARATOR
+from lazymcp.protocol.messages import MODES, SEPARATOR
 from lazymcp.protocol.names import one_edit_away
 from lazymcp.tools.metadata import ToolMeta, parse_metadata
 
@@ -36,7 +36,7 @@ SERVER_KEYS = frozenset({"defer", "enabled", "category", "description", "tools",
 """What a server's ``lazymcp`` key may hold."""
 SHARES = ("principal", "session")
 """What a server's ``share`` may be: one process per principal (the default) or per session, over HTTP."""
-TOP_KEYS = frozenset({"separator", "servers", "mode", "budget", "access"})
+TOP_KEYS = frozenset({"separator", "servers", "mode", "budget", "access", "hosts"})
 """What the top-level ``lazymcp`` block may hold (``servers``: per-server settings by server name)."""
 
 
@@ -52,6 +52,8 @@ class GatewayConfig:
     warnings: tuple[str, ...] = ()
     access: Policy | None = None
     """Which principal may use which tool (``lazymcp.access.policy``); None: everyone, every tool."""
+    hosts: tuple[tuple[str, str], ...] = ()
+    """A mode by host (``clientInfo.name``): ``lazymcp.hosts``."""
 
     @property
     def enabled(self) -> tuple[ServerEntry, ...]:
@@ -250,7 +252,8 @@ class _Reader:
         if inputs is not None:
             self.problems.append(inputs)
         entries = tuple(entry for entry in read if entry is not None)
-        return GatewayConfig(entries, separator, mode, budget, self.source, warnings, access)
+        hosts = self.tried((), lambda: _host_modes(top, self))
+        return GatewayConfig(entries, separator, mode, budget, self.source, warnings, access, hosts)
 
     def servers_of(self, data: Mapping[str, object], project: str | Path | None) -> tuple[str, Mapping[str, object]]:
         """Which key holds the servers, and the servers: ``mcpServers`` (Claude Desktop and Code, Cursor),
@@ -330,6 +333,15 @@ def parse_config(
         also = f" (and {more} more: lazymcp check --config names them all)" if more else ""
         raise ConfigError(reader.problems[0] + also)
     return config
+
+
+def _host_modes(top: Mapping[str, object], reader: _Reader) -> tuple[tuple[str, str], ...]:
+    """``lazymcp.hosts``: a mode by host (``clientInfo.name``)."""
+    hosts = reader.obj(None, top.get("hosts", {}), "field 'lazymcp.hosts' must be an object of modes by host name")
+    for host, value in hosts.items():
+        if value not in MODES:
+            raise reader.fail(None, f"field 'lazymcp.hosts.{host}' must be one of {', '.join(MODES)}, not {value!r}")
+    return tuple((host, cast(str, value)) for host, value in hosts.items())
 
 
 def _checked(top: Mapping[str, object], key: str, kind: type, reader: _Reader) -> Any:

@@ -124,7 +124,8 @@ class Gateway:
         self.seed = self.merged.seed
         self.passthrough = Passthrough([s.name for s in self.servers], Namespace(self.separator))
         entries = [s.entry for s in self.servers]
-        self.handshakes = Handshakes(entries, self.separator, self.options, self.client_info)
+        by_server, every = self.merged.tools_by_server, self.grant is None
+        self.handshakes = Handshakes(entries, self.separator, self.options, self.client_info, by_server, every)
         self.session = ClientSession.of(self.serialize)
         self.relay = Relay(self.servers, self.session)
         self.session.bridge.upstream_init = self.handshakes.result(LATEST)  # what server/discover tells

@@ -6,12 +6,13 @@ its capabilities without the extension, and who it is). ``Handshakes`` holds bot
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from lazymcp.core.entries import ServerEntry
 from lazymcp.protocol.jsonrpc import Frame
+from lazymcp.surfaces.instructions import Group, written
 from lazymcp.surfaces.methods import advertise
 from lazymcp.surfaces.options import Options
 
@@ -25,19 +26,24 @@ def negotiated(version: object) -> str:
     return version if isinstance(version, str) and version in SUPPORTED else LATEST
 
 
-def instructions(entries: Iterable[ServerEntry], separator: str) -> str:
-    """The gateway's ``initialize`` instructions: each server's prefix and what it is for."""
-    lines = ["One endpoint for these MCP servers; each tool's name starts with its server's:"]
-    for entry in entries:
-        about = entry.description or entry.category or ""
-        lines.append(f"- {entry.name}{separator}: {about}".rstrip(": "))
-    return "\n".join(lines)
+def instructions(
+    entries: Iterable[ServerEntry], separator: str, tools: Mapping[str, Sequence[str]], *, every: bool = True
+) -> str:
+    """The gateway's ``initialize`` instructions, within 4 KiB: each server's prefix, what it is for, how many
+    tools it has and a few of their names (``tools``: each server's, by gateway name). ``every``: list a
+    server none of whose tools are known yet too (false for a session granted only some tools)."""
+    lead = "One endpoint for these MCP servers; each tool's name starts with its server's:"
+    groups = [
+        Group(f"{entry.name}{separator}", entry.description or entry.category, tools.get(entry.name, ()))
+        for entry in entries
+        if every or tools.get(entry.name)
+    ]
+    return written(lead, groups)
 
 
-def server_result(
-    version: object, entries: Iterable[ServerEntry], separator: str, options: Options, server_info: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The gateway's ``initialize`` result for a client that asked for protocol ``version``."""
+def server_result(version: object, described: str, options: Options, server_info: Mapping[str, Any]) -> dict[str, Any]:
+    """The gateway's ``initialize`` result for a client that asked for protocol ``version``, its servers
+    ``described`` in its instructions."""
     result = {
         "protocolVersion": negotiated(version),
         "capabilities": {
@@ -48,7 +54,7 @@ def server_result(
             "logging": {},
         },
         "serverInfo": dict(server_info),
-        "instructions": instructions(entries, separator),
+        "instructions": described,
     }
     return advertise(result, options)
 
@@ -72,10 +78,15 @@ class Handshakes:
     options: Options
     info: Mapping[str, Any]
     """Who the gateway is: its ``serverInfo``, and its ``clientInfo`` when the client names none."""
+    tools: Callable[[], Mapping[str, Sequence[str]]] = dict
+    """Each server's tools in the session's catalog, by gateway name (its instructions name a few)."""
+    every: bool = True
+    """The session may use every tool: a server whose tools are not known yet is described too."""
 
     def result(self, version: object) -> dict[str, Any]:
         """The gateway's ``initialize`` result for a client that asked for protocol ``version``."""
-        return server_result(version, self.entries, self.separator, self.options, self.info)
+        described = instructions(self.entries, self.separator, self.tools(), every=self.every)
+        return server_result(version, described, self.options, self.info)
 
     def params(self, client: Mapping[str, Any] | None, *, wait: bool) -> dict[str, Any] | None:
         """The params of the gateway's ``initialize`` to a server, from the client's (None: not known yet,

@@ -221,6 +221,15 @@ class Merged:
         catalog = merged_catalog(servers, self.options, names, auto=auto, budget=self.budget, grant=self.grant)
         self.catalog, self.names = catalog, names
 
+    def tools_by_server(self) -> dict[str, list[str]]:
+        """Each server's tools in the catalog, by gateway name, in catalog order."""
+        found: dict[str, list[str]] = {}
+        for name in self.catalog.index:
+            owner = self.names.owner(name)
+            if owner is not None:
+                found.setdefault(owner[0], []).append(name)
+        return found
+
     def answer(
         self,
         method: str,

@@ -177,6 +177,7 @@ class ToolRequests:
             modern=modern,
             dynamic=self.merged.catalog.options.mode == "dynamic",
             envelope=self.envelope,
+            catalog=self.merged.catalog,
         )
         try:
             outcome = self.merged.answer(

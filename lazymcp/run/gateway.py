@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lazymcp.access.policy import ANONYMOUS, Grant, Principal, check_policy
 from lazymcp.access.ratelimit import Counter, Limiter, MemoryCounter, Rate
@@ -28,6 +29,7 @@ from lazymcp.local.files import cache_dir
 from lazymcp.protocol.errors import ConfigError
 from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.protocol.limits import EXPIRE_EVERY, FIRST_LIST_WAIT, Limits
+from lazymcp.protocol.messages import Mode
 from lazymcp.run import observe, traces
 from lazymcp.run.connections import for_principal
 from lazymcp.run.driver import Driver
@@ -98,15 +100,17 @@ def build_gateway(
         manifests = {n: m and replace(m, lists=m.fresh_lists(launch.ttl)) for n, m in manifests.items()}
     stale = frozenset(name for name, m in manifests.items() if m is not None and not m.fresh(launch.ttl))
     try:
+        mode = launch.mode or config.mode or "auto"
+        hosts = tuple((host, cast(Mode, chosen)) for host, chosen in config.hosts) + launch.options.hosts
         return Gateway(
             config.enabled,
-            launch.options,
+            replace(launch.options, by_host=mode == "auto", hosts=hosts),
             manifests,
             separator=config.separator,
             timeout=launch.limits.timeout,
             client_timeout=launch.limits.client_timeout,
             serialize=sdk_serializer,
-            mode=launch.mode or config.mode or "auto",
+            mode=mode,
             budget=launch.budget or config.budget or DEFAULT_BUDGET,
             stale=stale,
             client_info={"name": "lazymcp-gateway", "version": __version__},
@@ -312,6 +316,7 @@ def run_gateway(
     policy = config.access
     if policy is not None or limiter is not None:  # a stdio client shows no credentials: it is anonymous
         first = build_gateway(launch, store, first.seed, policy and policy.grant(ANONYMOUS), limiter=limiter)
+    first.session.environ = dict(os.environ)  # the host's own, which may say how it treats tool listings
     connector = for_principal(secrets, ANONYMOUS.describe())
     return asyncio.run(run_stdio(first, store=store, eager=launch.eager, connector=connector))
 

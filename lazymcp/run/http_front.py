@@ -43,7 +43,7 @@ from starlette.routing import BaseRoute, Route
 
 from lazymcp.core.actions import Core
 from lazymcp.protocol import jsonrpc
-from lazymcp.protocol.errors import ErrorCode
+from lazymcp.protocol.errors import ErrorCode, InvalidParams
 from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.protocol.limits import DropOldest, Limits
 from lazymcp.run import observe
@@ -63,6 +63,7 @@ from lazymcp.run.http_checks import (
     with_trace_context,
 )
 from lazymcp.run.http_sessions import HttpSession, busy, event_stream
+from lazymcp.surfaces.hosts import asked_mode
 
 if TYPE_CHECKING:
     from lazymcp.access.bearer import Access
@@ -278,6 +279,10 @@ class HttpFront:
         frame = with_trace_context(frame, request.headers.get("traceparent"))
         message = frame.message
         method = message.get("method")
+        try:
+            asked = asked_mode(request.query_params)
+        except InvalidParams as exc:
+            return error_response(message.get("id"), 400, exc.message, code=exc.code)
         modern = speaks_modern(request)
         headers: dict[str, str] = {}
         principal = principal_of(request)
@@ -305,6 +310,7 @@ class HttpFront:
             if found.principal != principal:  # another principal's session: as if there were none
                 return error_response(message.get("id"), 404, "Session not found: initialize first")
             side = found
+        side.driver.core.session.record.mode = asked  # the mode this request's URL asks for, over its host's
         side.last_seen = asyncio.get_running_loop().time()
         if side.held and method not in (None, "notifications/cancelled"):
             return busy(message.get("id"), side.held)

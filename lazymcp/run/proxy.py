@@ -7,6 +7,7 @@ The proxy's core is ``lazymcp.core.proxy.Proxy``; the client sides are the gatew
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -60,7 +61,9 @@ def run_proxy(
     if http is None:
         from lazymcp.run.stdio import run_stdio
 
-        return asyncio.run(run_stdio(proxy_core(upstream, options, limits)))
+        core = proxy_core(upstream, options, limits)
+        core.session.environ = dict(os.environ)  # the host's own, which may say how it treats tool listings
+        return asyncio.run(run_stdio(core))
     from lazymcp.run.http_front import HttpFront
     from lazymcp.run.http_serve import serve_front
 

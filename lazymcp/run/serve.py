@@ -8,6 +8,7 @@ file has it.
 from __future__ import annotations
 
 import io
+import os
 import re
 import sys
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
@@ -31,6 +32,7 @@ from lazymcp.run.http_checks import Guard
 from lazymcp.run.notices import say
 from lazymcp.sdk import LazyTools
 from lazymcp.surfaces.arguments import check_arguments
+from lazymcp.surfaces.instructions import catalog_instructions
 from lazymcp.surfaces.metacalls import unknown_tool
 from lazymcp.surfaces.options import Options
 
@@ -74,6 +76,7 @@ def build_server(tools: Sequence[Tool], options: Options | None = None, *, name:
 
     server: Server[Any] = Server(name, version=__version__, on_call_tool=call_tool, get_tool_input_schema=input_schema)
     lazy = LazyTools(server, options=options, tools=tools)
+    server.instructions = catalog_instructions(lazy.static_catalog(), name)
     return lazy
 
 
@@ -278,6 +281,7 @@ def run(
 ) -> None:
     """Serve ``lazy`` over stdio, or streamable HTTP when ``http`` is ``(host, port)``."""
     if http is None:
+        lazy.environ = dict(os.environ)  # the host's own, which may say how it treats tool listings
         anyio.run(serve_stdio, lazy)
     else:
         host, port = http

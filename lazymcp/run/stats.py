@@ -8,7 +8,7 @@ from its full listing with the same code a lazy server uses: what lazymcp would 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from mcp import Client
@@ -17,6 +17,7 @@ from lazymcp.client import LazyClient, list_all
 from lazymcp.protocol.messages import DETAILS, Tool
 from lazymcp.search.index import describe_ranker
 from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.hosts import every_host
 from lazymcp.surfaces.methods import Caller, list_tools
 from lazymcp.surfaces.modes import DynamicSession
 from lazymcp.surfaces.options import Options
@@ -56,6 +57,8 @@ class Report:
     """True when the ``stock`` row is computed here from the full listing in ``stock_mode``."""
     search: str = ""
     """The ranker ``search_tools`` uses with what is installed here (``search.describe_ranker``)."""
+    hosts: list[tuple[str, str, str, str]] = field(default_factory=lambda: [])
+    """Each known host (label, ``clientInfo.name``) with the mode it is served and why."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,7 +91,10 @@ async def collect(
         async with Client(stock_target if stock_target is not None else target, **client_kwargs) as stock:
             listings["stock"] = await list_all(stock.session, {"lazy": True})
     mode = options.mode if options is not None else "describe"
-    return report(server, native, listings, stock_mode=mode, stock_computed=computed)
+    made = report(server, native, listings, stock_mode=mode, stock_computed=computed)
+    served = Catalog.build(full, options or Options(by_host=True), rejected=[])
+    hosts = [(host.label, host.name, choice.mode, choice.why) for host, choice in every_host(served)]
+    return replace(made, hosts=hosts)
 
 
 def computed_listings(full: Sequence[Tool], options: Options) -> dict[str, list[Any]]:
@@ -156,6 +162,12 @@ def render(report: Report) -> str:
         )
     lines += ["", "what the model sees: name, description and inputSchema of each tool; of full and saved count it"]
     lines += ["", "modes:"] + [f"  {mode:<19}{text}" for mode, text in MODES]
+    if report.hosts:
+        lines += [
+            "",
+            "hosts (by the clientInfo.name they send; over stdio Claude Code's environment may say otherwise):",
+        ]
+        lines += [f"  {label:<18}{name:<32}{mode:<10}{why}" for label, name, mode, why in report.hosts]
     if report.costliest:
         lines += ["", "costliest tools (tokens in the full listing):"]
         lines += [f"  {tokens:>7,}  {name}" for name, tokens in report.costliest]

@@ -66,6 +66,13 @@ def _packed_members(stub: ToolStub) -> ToolStub:
     return cast(ToolStub, {key: kept(value) for key, value in cast(dict[str, object], stub).items()})
 
 
+def _hinted(tool: Tool, always_load: str | None) -> Tool:
+    """A meta-tool marked with a host's always-load ``_meta`` key (none: as it is)."""
+    if always_load is None:
+        return tool
+    return cast(Tool, {**tool, "_meta": {**cast(dict[str, Any], tool.get("_meta") or {}), always_load: True}})
+
+
 @dataclass(frozen=True, eq=False)
 class Catalog:
     """An immutable, precomputed tool catalog. Build it with ``Catalog.build``."""
@@ -141,10 +148,27 @@ class Catalog:
     def __len__(self) -> int:
         return len(self.held)
 
-    def with_mode(self, mode: Mode) -> Catalog:
-        """This catalog in another mode: the same tools and version, nothing derived carried over."""
+    def with_mode(self, mode: Mode, always_load: str | None = None) -> Catalog:
+        """This catalog in another mode (its meta-tools marked with ``always_load``): the same tools and
+        version, nothing derived carried over. Settings of the describe and eager modes stay with them."""
         blank: dict[str, Any] = {"_listings": {}, "_validators": {}, "_derived": {}, "_recent": {}}
-        return replace(self, options=replace(self.options, mode=mode), **blank)
+        options = self.options
+        listing = mode in ("describe", "eager")
+        options = replace(
+            options,
+            mode=mode,
+            always_load=always_load,
+            meta_tools=options.meta_tools if listing else None,
+            stock_default=options.stock_default if mode == "describe" else "lazy",
+        )
+        meta_tool = BY_NAME[DESCRIBE_TOOLS].define(self.meta_names[DESCRIBE_TOOLS], options, "describe")
+        return replace(self, options=options, meta_tool=_hinted(meta_tool, always_load), **blank)
+
+    def serving(self, mode: Mode, always_load: str | None) -> Catalog:
+        """This catalog as a session of ``mode`` is served it (kept once made)."""
+        if mode == self.options.mode and always_load == self.options.always_load:
+            return self
+        return self.memo(f"serving:{mode}:{always_load}", lambda: self.with_mode(mode, always_load))
 
     def get(self, name: str) -> Tool | None:
         """The full tool called ``name``, or None (a packed catalog's is decoded, the last few kept)."""
@@ -287,7 +311,9 @@ class Catalog:
         if canonical == DESCRIBE_TOOLS and mode == "describe":
             return self.meta_tool
         name = self.meta_names[canonical]
-        return self.memo(f"meta:{canonical}:{mode}", lambda: BY_NAME[canonical].define(name, self.options, mode))
+        hint = self.options.always_load
+        define = BY_NAME[canonical].define
+        return self.memo(f"meta:{canonical}:{mode}", lambda: _hinted(define(name, self.options, mode), hint))
 
     def canonical_meta_name(self, name: str) -> str | None:
         """The usual name of the meta-tool called ``name`` here, or None when ``name`` is no meta-tool."""

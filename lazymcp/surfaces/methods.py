@@ -32,6 +32,7 @@ from lazymcp.protocol.messages import (
 from lazymcp.protocol.names import MAX_NAME
 from lazymcp.surfaces import modes
 from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.hosts import Choice
 from lazymcp.surfaces.metatools import DESCRIBE_TOOLS
 from lazymcp.surfaces.modes import Answer, DynamicSession, Forward, Outcome, Run
 from lazymcp.surfaces.options import Options
@@ -52,6 +53,8 @@ class Caller:
     """Its dynamic-mode session, when it can have one (a 2025-11-25 connection with a back channel)."""
     envelope: Envelope | None = None
     """The 2026-07-28 result envelope of the server it talks to; None on 2025-11-25."""
+    choice: Choice | None = None
+    """The mode its host is served (``lazymcp.surfaces.hosts.choose``); None: the catalog's own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,6 +296,8 @@ def dispatch(method: str, catalog: Catalog, params: object, caller: Caller) -> O
         LazyMCPError: the request is malformed (the adapter turns it into a JSON-RPC error).
         KeyError: ``method`` is not in ``METHODS``.
     """
+    if caller.choice is not None:
+        catalog = catalog.serving(caller.choice.mode, caller.choice.hint)
     return enveloped(method, METHODS[method](catalog, params, caller), caller)
 
 

@@ -55,6 +55,13 @@ class Options:
     search_top_k: int = DEFAULT_SEARCH_TOP_K
     meta_tools: tuple[str, ...] | None = None
     metadata: Metadata = field(default_factory=Metadata, hash=False)
+    by_host: bool = False
+    """``mode`` is only the default: a host ``lazymcp.surfaces.hosts`` knows gets its own (set when no mode
+    was configured for every host)."""
+    hosts: tuple[tuple[str, Mode], ...] = ()
+    """A mode by host (``clientInfo.name``), over the table's and over ``mode``."""
+    always_load: str | None = None
+    """The ``_meta`` key that marks each listed meta-tool "do not defer" (the host's, where it has one)."""
 
     def __post_init__(self) -> None:
         if self.stock_default not in ("lazy", "eager"):
@@ -87,6 +94,10 @@ class Options:
             unknown = [name for name in self.meta_tools if name not in LISTABLE]
             if unknown:
                 raise ValueError(f"meta_tools may name {', '.join(LISTABLE)}; not {unknown[0]!r}")
+        object.__setattr__(self, "hosts", tuple((host, mode) for host, mode in self.hosts))  # pairs given as a list
+        for host, mode in self.hosts:
+            if mode not in MODES:
+                raise ValueError(f"the mode of host {host!r} must be one of {', '.join(MODES)}, not {mode!r}")
         self.metadata.check_summaries(self.summary_chars)
 
     @property
@@ -130,6 +141,7 @@ class Options:
                     raw, where = alias.read(environ[alias.env]), alias.env
             if raw is not None and raw.strip():
                 values[setting.field] = setting.parse(raw.strip(), where)
+        values.setdefault("by_host", "mode" not in values)  # no mode for every host: each host gets its own
         metadata = values.get("metadata")
         if isinstance(metadata, str):
             values["metadata"] = load_metadata(metadata, limit=None)
@@ -165,6 +177,18 @@ def _whole(value: str, where: str) -> int:
     return int(value)
 
 
+def _host_modes(value: str, where: str) -> tuple[tuple[str, Mode], ...]:
+    pairs: list[tuple[str, Mode]] = []
+    for part in (part.strip() for part in value.split(",") if part.strip()):
+        host, equals, mode = part.rpartition("=")
+        if not equals or not host.strip():
+            raise ValueError(f"{where} takes HOST=MODE pairs (comma-separated), not {part!r}")
+        pairs.append((host.strip(), _mode(mode.strip(), f"{where} for {host.strip()!r}")))
+    if not pairs:
+        raise ValueError(f"{where} must give at least one HOST=MODE pair")
+    return tuple(pairs)
+
+
 def _path(value: str, where: str) -> str:
     return value
 
@@ -187,7 +211,22 @@ class Setting:
 
 
 SETTINGS: Final[tuple[Setting, ...]] = (
-    Setting("mode", "--mode", "LAZYMCP_MODE", _mode, "MODE", "describe (default), dynamic, proxy, core or eager"),
+    Setting(
+        "mode",
+        "--mode",
+        "LAZYMCP_MODE",
+        _mode,
+        "MODE",
+        "describe, dynamic, proxy, core or eager, for every host (default: each known host's, else describe)",
+    ),
+    Setting(
+        "hosts",
+        "--host-mode",
+        "LAZYMCP_HOST_MODES",
+        _host_modes,
+        "HOST=MODE",
+        "the mode of a host, by the clientInfo.name it sends (e.g. claude-code=describe; comma-separated)",
+    ),
     Setting(
         "core_tools",
         "--core-tools",

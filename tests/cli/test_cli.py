@@ -362,3 +362,18 @@ def test_stats_of_a_config_names_the_servers_it_still_waits_for_and_leaves_a_hun
     assert "lazymcp gateway: still waiting for: hung" in done.stderr.splitlines(), done.stderr
     assert done.stdout.splitlines()[-1] == "not listed, so in no figure: hung (why: above, on stderr)"
     assert [line.split()[0] for line in done.stdout.splitlines()[1:3]] == ["plain", "total,"]
+
+
+def test_stats_says_which_mode_each_known_host_gets_and_why(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    hosts = {name: (mode, why) for _, name, mode, why in run_json(capsys, "stats")["hosts"]}
+    assert hosts["claude-code"][0] == "eager" and "2 turns" in hosts["claude-code"][1]
+    assert hosts["gemini-cli-mcp-client"][0] == "describe"
+    many = tmp_path / "many.json"
+    many.write_text(json.dumps([{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(600)]))
+    hosts = {name: (mode, why) for _, name, mode, why in run_json(capsys, "stats", "--catalog", str(many))["hosts"]}
+    assert hosts["gemini-cli-mcp-client"][0] == "proxy" and "cap of 512" in hosts["gemini-cli-mcp-client"][1]
+    pinned = run_json(capsys, "stats", "--host-mode", "codex-mcp-client=core", "--mode", "proxy")["hosts"]
+    assert {name: mode for _, name, mode, _ in pinned} == {
+        **{name: "proxy" for _, name, _, _ in pinned},
+        "codex-mcp-client": "core",
+    }

@@ -30,7 +30,7 @@ def from_flags(*argv: str, env: dict[str, str] | None = None, monkeypatch: pytes
 @pytest.mark.requirement("LT-18")
 def test_the_defaults_are_the_describe_mode_of_the_core_issue(monkeypatch: pytest.MonkeyPatch) -> None:
     options = from_flags(monkeypatch=monkeypatch)
-    assert options == Options()
+    assert options == Options(by_host=True)  # no mode for every host: each known host gets its own
     assert (options.mode, options.max_enabled, options.search_top_k, options.core_tools) == ("describe", 50, 20, ())
 
 

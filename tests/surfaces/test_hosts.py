@@ -1,0 +1,100 @@
+"""The table of hosts and the one rule that picks a session's mode (``lazymcp.surfaces.hosts``), and the
+instructions written for hosts that search by server (``lazymcp.surfaces.instructions``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.hosts import ALWAYS_LOAD, HOSTS, Session, choose, host_of, tool_search, version_of
+from lazymcp.surfaces.instructions import MAX_INSTRUCTIONS, Group, catalog_instructions, written
+from lazymcp.surfaces.methods import Caller, dispatch
+from lazymcp.surfaces.options import Options
+from lazymcp.tools.sample import synthetic_tools
+
+from ..conftest import tool
+
+CLAUDE = {"name": "claude-code", "version": "2.1.197"}
+GEMINI = {"name": "gemini-cli-mcp-client", "version": "0.61.0"}
+
+
+def catalog(count: int = 5, **options: Any) -> Catalog:
+    return Catalog.build(synthetic_tools(count), Options(**{"by_host": True, **options}))
+
+
+def test_every_row_names_its_host_as_it_sends_itself_and_says_why() -> None:
+    assert {host.name for host in HOSTS} >= {"claude-code", "codex-mcp-client", "gemini-cli-mcp-client"}
+    assert all(host.why or host.mode is None for host in HOSTS)
+    assert all(host.mode is None for host in HOSTS if not host.defers)  # the server's default, and its budget
+
+
+def test_versions_choose_the_row_claude_code_before_its_tool_search_is_served_stubs() -> None:
+    assert version_of("2.1.197") == (2, 1, 197) and version_of("0.61.0-nightly") == (0, 61, 0)
+    assert version_of("") == ()
+    old, new = host_of({"name": "claude-code", "version": "2.0.76"}), host_of(CLAUDE)
+    assert old is not None and not old.defers and old.mode is None
+    assert new is not None and new.defers and new.mode == "eager"
+    assert host_of({"name": "claude-code"}) is new  # no version: its latest row
+    assert host_of({"name": "someone-else"}) is None and host_of("claude-code") is None
+
+
+def test_claude_codes_tool_search_is_read_from_its_environment_as_it_decides_it() -> None:
+    no_tokens = lambda: 0  # noqa: E731
+    assert tool_search({}, no_tokens) is None  # not Claude Code's environment
+    assert tool_search({"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": "true"}, no_tokens) == (
+        True,
+        "ENABLE_TOOL_SEARCH=true",
+    )
+    assert tool_search({"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": "false"}, no_tokens) is not None
+    assert tool_search({"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": "false"}, no_tokens)[0] is False  # type: ignore[index]
+    big, small = (lambda: 30_000), (lambda: 5_000)
+    assert tool_search({"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": "auto"}, big)[0] is True  # type: ignore[index]
+    assert tool_search({"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": "auto"}, small)[0] is False  # type: ignore[index]
+    assert tool_search({"CLAUDE_CODE_ENTRYPOINT": "cli"}, no_tokens)[0] is True  # type: ignore[index]
+    away = {"CLAUDECODE": "1", "ANTHROPIC_BASE_URL": "https://llm.example.com/anthropic"}
+    assert tool_search(away, no_tokens) == (False, "ANTHROPIC_BASE_URL at llm.example.com")
+    home = {"CLAUDECODE": "1", "ANTHROPIC_BASE_URL": "https://api.anthropic.com"}
+    assert tool_search(home, no_tokens)[0] is True  # type: ignore[index]
+
+
+def test_the_order_of_choice_the_session_then_the_host_setting_then_the_mode_for_all_then_the_table() -> None:
+    served = catalog(hosts=(("claude-code", "core"),))
+    assert choose(served, Session(CLAUDE, asked="proxy")).mode == "proxy"
+    assert choose(served, Session(CLAUDE)).mode == "core"
+    assert choose(catalog(mode="dynamic", by_host=False), Session(CLAUDE)).mode == "dynamic"
+    assert choose(catalog(), Session(CLAUDE)).mode == "eager"
+    assert choose(catalog(), Session({"name": "unknown"})).mode == "describe"
+    off = Session(CLAUDE, environ={"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": "false"})
+    chosen = choose(catalog(), off)
+    assert chosen.mode == "describe" and "off" in chosen.why and chosen.hint == ALWAYS_LOAD
+
+
+def test_past_a_hosts_cap_the_listing_is_the_proxy_surface_whatever_was_chosen() -> None:
+    assert choose(catalog(509), Session(GEMINI)).mode == "describe"  # 509 stubs and 3 meta-tools: 512
+    past = choose(catalog(510), Session(GEMINI))
+    assert past.mode == "proxy" and "512" in past.why
+    assert choose(catalog(600), Session(GEMINI, asked="eager")).mode == "proxy"
+
+
+def test_a_hosts_choice_shapes_the_listing_through_the_one_door() -> None:
+    served = catalog(3, meta_tools=("search_tools",))
+    for_claude = choose(served, Session(CLAUDE))
+    listed = dispatch("tools/list", served, {}, Caller(choice=for_claude)).result["tools"]  # type: ignore[union-attr]
+    assert [entry["name"] for entry in listed][0] == "search_tools"
+    assert listed[0]["_meta"][ALWAYS_LOAD] is True and "properties" in listed[1]["inputSchema"]
+    plain = dispatch("tools/list", served, {}, Caller()).result["tools"]  # type: ignore[union-attr]
+    assert plain[0]["name"] == "describe_tools" and ALWAYS_LOAD not in (plain[0].get("_meta") or {})
+    assert served.serving("eager", ALWAYS_LOAD) is served.serving("eager", ALWAYS_LOAD)  # made once
+
+
+def test_instructions_describe_each_group_within_four_kibibytes() -> None:
+    groups = [Group(f"server{i}", "What it does. " * 30, [f"server{i}__tool{j}" for j in range(9)]) for i in range(80)]
+    text = written("Servers:", groups)
+    assert len(text.encode()) <= MAX_INSTRUCTIONS
+    assert text.startswith("Servers:\n- server0: What it does.")
+    assert "9 tools (server0__tool0, server0__tool3, server0__tool6, ...)." in text
+    assert "more: " in text.splitlines()[-1]
+    own = catalog_instructions(catalog(2), "demo", own="Use me for demos.")
+    assert own == "Use me for demos."
+    derived = catalog_instructions(Catalog.build([tool("a_one"), tool("a_two"), tool("b_one")]), "demo")
+    assert derived.startswith("demo: 3 tools") and "(a_one, a_two)" in derived
