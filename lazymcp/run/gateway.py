@@ -65,6 +65,8 @@ class Launch:
     """Serve ``/metrics`` at this address apart from ``/mcp`` (``--metrics``)."""
     audit: bool = False
     """Write an audit line per call on stderr (``--log-level info`` or ``debug`` asked for)."""
+    audit_file: str | None = None
+    """Append the audit lines to this file instead (``--audit-file``)."""
 
 
 def read_config(path: str, environ: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -320,7 +322,9 @@ def run_gateway(
 def _watchers(launch: Launch, http: tuple[str, int] | None) -> Metrics | None:
     """The watchers of calls asked for, watching from now on: the audit line, the metrics (returned; None:
     none) and the traces."""
-    if launch.audit:
+    if launch.audit_file is not None:
+        observe.watch(observe.AuditFile(launch.audit_file))
+    elif launch.audit:
         observe.watch(observe.AUDIT)
     metrics = metrics_of(launch, http)
     if traces.asked():

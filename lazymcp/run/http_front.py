@@ -62,7 +62,7 @@ from lazymcp.run.http_checks import (
     speaks_modern,
     with_trace_context,
 )
-from lazymcp.run.http_sessions import HttpSession, busy, event_stream
+from lazymcp.run.http_sessions import HttpSession, busy, event_stream, session_hash
 
 if TYPE_CHECKING:
     from lazymcp.access.bearer import Access
@@ -296,6 +296,7 @@ class HttpFront:
                 return opened
             side = new_session(self.sessions, opened, headers)
             side.principal = principal
+            side.session_hash = session_hash(headers[SESSION_HEADER])
             if self.cluster is not None:
                 await self.cluster.opened(headers[SESSION_HEADER], principal)
         else:
@@ -346,6 +347,8 @@ class HttpFront:
                 )
         waiter: asyncio.Future[Frame] = loop.create_future()
         side.waiting[jsonrpc.id_key(key)] = waiter
+        if method == "tools/call":  # for its audit line: the client's own id and address
+            side.calls[jsonrpc.id_key(key)] = (original, request.client.host if request.client else None)
         if method == "subscriptions/listen":
             side.listens[key] = DropOldest(self.limits.event_buffer, side._dropping)  # pyright: ignore[reportPrivateUsage]
         side.driver.from_client(frame)
@@ -358,6 +361,7 @@ class HttpFront:
             )
         finally:
             gone.cancel()
+            side.calls.pop(jsonrpc.id_key(key), None)
         if waiter not in done:
             reason = "the client closed its request" if gone in done else "no answer within the timeout"
             side.cancel(key, reason)

@@ -9,12 +9,15 @@ session, and nothing one session sends can name another's request. Each event st
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any, Protocol, cast
 
 from starlette.responses import Response
 
+from lazymcp.core.actions import Called
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.bridge import SUBSCRIPTION_ID_KEY
 from lazymcp.protocol.errors import ErrorCode
@@ -22,6 +25,12 @@ from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.protocol.limits import MAX_UNANSWERED, DropOldest, Limits
 from lazymcp.run.driver import UNANSWERED, Driver, FrameSink
 from lazymcp.run.http_checks import error_response
+
+
+def session_hash(session_id: str) -> str:
+    """What the audit names a session by: a hash of its id, stable across instances, that does not let a
+    reader of the audit use the session."""
+    return hashlib.sha256(session_id.encode()).hexdigest()[:16]
 
 
 class HttpSession:
@@ -45,6 +54,16 @@ class HttpSession:
         self.streams = 0
         """Event streams open on this session (GET, listen): a session with one is busy."""
         self._ids = itertools.count(1)
+        self.session_hash: str | None = None
+        """A stable hash of its ``Mcp-Session-Id`` (``session_hash``), for the audit; None for 2026 requests."""
+        self.calls: dict[tuple[str, object], tuple[object, str | None]] = {}
+        """``tools/call`` requests waiting, by the id the core sees: the client's own id and its address."""
+        self.driver.on_called = self._reported
+
+    def _reported(self, call: Called) -> Called:
+        """A call's report, with this session, and the client's id and address."""
+        original, address = self.calls.get(jsonrpc.id_key(call.request_id), (call.request_id, None))
+        return replace(call, request_id=original, session=self.session_hash, address=address)
 
     def _dropping(self) -> None:
         size = self.limits.event_buffer
