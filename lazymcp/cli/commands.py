@@ -212,6 +212,7 @@ def gateway(args: argparse.Namespace) -> int:
             first_list_wait=args.first_list_wait or None,
             rate_limit=args.rate_limit,
             audit=chosen_level(args) in ("info", "debug"),
+            audit_file=args.audit_file,
             metrics=args.metrics,
             http=args.http,
             access=access_of(args),

@@ -290,6 +290,13 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
         help="serve /metrics (Prometheus text) at this address of its own, without authentication (a stdio gateway"
         " too); with --http it is otherwise served beside /mcp, behind the same checks",
     )
+    gateway.add_argument(
+        "--audit-file",
+        metavar="PATH",
+        default=None,
+        help="append each call's audit line (one JSON object a line) to this file, apart from the log, whatever"
+        " the log level",
+    )
     add_session_options(gateway)
     add_cluster_options(gateway)
     add_listing_options(gateway, skip=("mode",))

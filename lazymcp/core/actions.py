@@ -125,6 +125,23 @@ class Called:
     seconds: float = 0.0
     traceparent: str | None = None
     """The W3C trace context the call came with (``_meta.traceparent``; with traces on, its request span's)."""
+    request_id: object = None
+    """The JSON-RPC id of the call (as the core saw it: a front that renumbers ids puts the client's back)."""
+    via: str = "direct"
+    """How the call named its tool: ``direct``, or ``invoke_tool`` (then ``tool`` is the tool it named)."""
+    client: tuple[str, str] | None = None
+    """The client's ``clientInfo``: its name and version, as it said them (cut to ``CLIENT_INFO_CHARS``)."""
+    named: bool = True
+    """``tool`` names a tool of the session's catalog or a meta-tool, not one the client made up: only then
+    may it be a metric's label."""
+    session: str | None = None
+    """A stable hash of the session's id (set by a front that has sessions)."""
+    address: str | None = None
+    """The client's network address (set by an HTTP front)."""
+
+
+CLIENT_INFO_CHARS = 100
+"""Characters kept of a client's name and of its version in ``Called.client``."""
 
 
 Action = ToClient | ToServer | Start | Stop | Save | Say | Fail | Ready | Called

@@ -9,29 +9,30 @@ sent through the gateway's own door to its servers (``Send``). An answer that ch
 client has listed again (``lazymcp.core.relist``): the client is told ``notifications/tools/list_changed``.
 
 A watched session (``observe``) reports each answered ``tools/call`` once, as ``Called``: at once when
-it is answered here, with its server's answer when one is sent on. A name neither in the catalog nor a
-meta-tool is an ``unknown_tool``; one the access policy refuses is ``denied`` to the operator, and
-unknown to the client.
+it is answered here, with its server's answer when one is sent on. A call through ``invoke_tool`` is
+reported as the tool it names (``via``). A name neither in the catalog nor a meta-tool is an
+``unknown_tool`` (and never a metric's label, ``Called.named``); one the access policy refuses is
+``denied`` to the operator however the call arrived, and unknown to the client.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from lazymcp.access.policy import ANONYMOUS, Principal
 from lazymcp.access.ratelimit import Limited, Limiter
-from lazymcp.core.actions import Action, Called, ToClient
+from lazymcp.core.actions import CLIENT_INFO_CHARS, Action, Called, ToClient
 from lazymcp.core.session import ClientSession
 from lazymcp.gateway.merged import Merged
 from lazymcp.gateway.namespace import MAX_TOOL_NAME
 from lazymcp.gateway.servers import Servers
 from lazymcp.protocol import jsonrpc
-from lazymcp.protocol.bridge import Envelope
+from lazymcp.protocol.bridge import CLIENT_INFO_KEY, Envelope
 from lazymcp.protocol.errors import ErrorCode, LazyMCPError
 from lazymcp.protocol.jsonrpc import Frame, RequestId
-from lazymcp.surfaces.metatools import BY_NAME
+from lazymcp.surfaces.metatools import BY_NAME, INVOKE_TOOL
 from lazymcp.surfaces.methods import Answer
 
 LIST_CHANGED_TOOLS = Frame({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
@@ -87,10 +88,8 @@ class ToolRequests:
     """The rate limits its calls count against, shared by every session; None: none."""
     observe: bool = False
     """Report each answered ``tools/call`` (``Called``: the audit line, the metrics)."""
-    _started: dict[tuple[str, object], tuple[str, str, float, str | None]] = field(
-        init=False, default_factory=lambda: {}
-    )
-    """Watched calls sent to their servers, by id: (server, tool, when, traceparent)."""
+    _started: dict[tuple[str, object], tuple[str, Called, float]] = field(init=False, default_factory=lambda: {})
+    """Watched calls sent to their servers, by id: (server, what to report, when)."""
 
     def request(self, frame: Frame, now: float) -> list[Action]:
         """A ``tools/*`` request: held while the servers' first lists are awaited, else answered."""
@@ -135,16 +134,11 @@ class ToolRequests:
                     and "method" not in action.frame.message
                     and action.frame.id == frame.id
                 ):
-                    server, tool, _, _ = self._started.pop(
-                        key, (None, str(frame.params.get("name"))[:MAX_TOOL_NAME], now, None)
-                    )
-                    outcome = outcome_of(action.frame)
-                    if outcome == "tool_error" and server is None and self._unknown(tool):
-                        outcome = "unknown_tool"  # answered as an isError result with the closest names
-                    grant = self.merged.grant  # the tools this session's principal may use; None: all
-                    if outcome == "unknown_tool" and grant is not None and not grant(tool):
-                        outcome = "denied"  # to the client, as unknown; to the operator, refused by the policy
-                    actions.append(Called(self.principal.key, server, tool, outcome, 0.0, _traceparent(frame)))
+                    started = self._started.pop(key, None)
+                    if started is None:
+                        actions.append(self._refused(frame, outcome_of(action.frame)))
+                    else:  # refused after its server was found (its rate limit)
+                        actions.append(replace(started[1], outcome=outcome_of(action.frame)))
                     break
         return actions
 
@@ -155,8 +149,50 @@ class ToolRequests:
         started = self._started.pop(jsonrpc.id_key(frame.id), None)
         if started is None:
             return None
-        server, tool, when, traceparent = started
-        return Called(self.principal.key, server, tool, outcome_of(frame), now - when, traceparent)
+        _, called, when = started
+        return replace(called, outcome=outcome_of(frame), seconds=now - when)
+
+    def _report(self, frame: Frame, server: str | None, tool: str, outcome: str) -> Called:
+        """What is reported of a call: who, which tool of which server, how it named it, how it ended."""
+        via = "direct"
+        name = frame.params.get("name")
+        if isinstance(name, str) and self.merged.catalog.canonical_meta_name(name) == INVOKE_TOOL:
+            via = "invoke_tool"
+        return Called(
+            self.principal.key,
+            server,
+            tool[:MAX_TOOL_NAME],
+            outcome,
+            0.0,
+            _traceparent(frame),
+            request_id=frame.id,
+            via=via,
+            client=self._client_info(frame),
+            named=server is not None or not self._unknown(tool),
+        )
+
+    def _refused(self, frame: Frame, outcome: str) -> Called:
+        """The report of a call answered here: a meta-tool's, an unknown or refused tool's, a rate limit's."""
+        tool = str(frame.params.get("name"))
+        named = jsonrpc.field(cast(object, frame.params.get("arguments")), "name")
+        if isinstance(named, str) and self.merged.catalog.canonical_meta_name(tool) == INVOKE_TOOL:
+            tool = named  # reported as the tool it names
+        if outcome == "tool_error" and self._unknown(tool):
+            outcome = "unknown_tool"  # answered as an isError result with the closest names
+        grant = self.merged.grant  # the tools this session's principal may use; None: all
+        if outcome == "unknown_tool" and grant is not None and not grant(tool):
+            outcome = "denied"  # to the client, as unknown; to the operator, refused by the policy
+        return self._report(frame, None, tool, outcome)
+
+    def _client_info(self, frame: Frame) -> tuple[str, str] | None:
+        """The client's name and version: a 2026 request's own, else its session's ``initialize``'s."""
+        info = jsonrpc.params_meta(frame.message).get(CLIENT_INFO_KEY) if self.session.modern else None
+        if not isinstance(info, dict):  # a 2026 envelope already read: the one its session was met with
+            info = (self.session.record.initialize or {}).get("clientInfo")
+        if not isinstance(info, dict):
+            return None
+        name, version = jsonrpc.field(cast(object, info), "name"), jsonrpc.field(cast(object, info), "version")
+        return str(name)[:CLIENT_INFO_CHARS], str(version)[:CLIENT_INFO_CHARS]
 
     def _unknown(self, name: str) -> bool:
         """Is ``name`` neither a tool of this session's catalog nor a meta-tool?"""
@@ -196,7 +232,7 @@ class ToolRequests:
             text = f"Unknown tool: {outcome.name!r}"
             return [_error(request_id, ErrorCode.INVALID_PARAMS, text, {"name": outcome.name})]
         if self.observe:
-            self._watch(request_id, outcome.server, str(outcome.name), now, _traceparent(frame))
+            self._watch(request_id, self._report(frame, outcome.server, str(outcome.name), "ok"), now)
         if self.limiter is not None:
             limited = self.limiter.admit_server(self.principal.key, outcome.server, now)
             if limited is not None:
@@ -208,8 +244,8 @@ class ToolRequests:
             call_params["arguments"] = outcome.arguments
         return self.send(outcome.server, frame.changed(params=call_params), now)
 
-    def _watch(self, request_id: object, server: str, tool: str, now: float, traceparent: str | None) -> None:
+    def _watch(self, request_id: object, called: Called, now: float) -> None:
         """A watched call leaves for its server: when, to report it with its answer."""
-        self._started[jsonrpc.id_key(request_id)] = (server, tool, now, traceparent)
+        self._started[jsonrpc.id_key(request_id)] = (called.server or "", called, now)
         if len(self._started) > WATCHED_CALLS:  # cancelled calls a server never answers: the oldest go
             del self._started[next(iter(self._started))]

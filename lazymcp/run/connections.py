@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import os
 import signal
 import sys
 from collections import deque
@@ -24,6 +23,7 @@ from lazymcp.local.environment import passed_on, server_environment
 from lazymcp.protocol.errors import UpstreamError
 from lazymcp.protocol.limits import READ_SIZE, SHUTDOWN_GRACE
 from lazymcp.run.remote import HttpConnection
+from lazymcp.run.server_process import Labelled, not_started
 
 if TYPE_CHECKING:
     from lazymcp.core.entries import ServerEntry
@@ -131,10 +131,14 @@ class _ChildPipes(asyncio.SubprocessProtocol):
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
             self.lines.data_received(data)
+        elif fd == 2 and self.connection.on_stderr is not None:
+            self.connection.on_stderr(data)
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 1:
             self.lines.eof_received()
+        elif fd == 2 and self.connection.on_stderr is not None:
+            self.connection.on_stderr(b"")
 
     def pause_writing(self) -> None:  # the server's stdin is full: it is not reading
         self.connection.on_pressure(True)
@@ -148,13 +152,13 @@ class _ChildPipes(asyncio.SubprocessProtocol):
 
 
 class ProcessConnection:
-    """A server spawned as a child process, over its stdin and stdout; its stderr is ours."""
+    """A server spawned as a child process, over its stdin and stdout; its stderr is ours, or goes to
+    ``on_stderr`` (``b""``: it ended; ``lazymcp.run.server_process``)."""
 
-    def __init__(self, command: Sequence[str], env: Mapping[str, str], cwd: str | None = None) -> None:
-        self.command = list(command)
-        self.env = dict(env)
-        """The server's whole environment (``lazymcp.local.environment.server_environment``)."""
-        self.cwd = cwd
+    def __init__(
+        self, command: Sequence[str], env: Mapping[str, str], cwd: str | None = None, on_stderr: LineSink | None = None
+    ) -> None:
+        self.command, self.env, self.cwd, self.on_stderr = list(command), dict(env), cwd, on_stderr
         self.on_line: LineSink = lambda line: None
         self.on_pressure: Pressure = lambda paused: None
         self._on_gone: Callable[[str], None] = lambda reason: None
@@ -171,22 +175,16 @@ class ProcessConnection:
                 *self.command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
-                stderr=None,
+                stderr=None if self.on_stderr is None else asyncio.subprocess.PIPE,
                 env=self.env,
                 cwd=self.cwd,
                 preexec_fn=_die_with_parent,
             )
         except OSError as exc:
-            raise UpstreamError(self._not_started(exc)) from None
+            raise UpstreamError(not_started(self.command[0], self.cwd, exc)) from None
         self._transport, self._protocol = transport, protocol
         self._stdin = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))
         small_reads(transport.get_pipe_transport(1))
-
-    def _not_started(self, exc: OSError) -> str:
-        """Why the process did not start, naming what is missing: its working directory, or its program."""
-        missing = self.cwd is not None and (exc.filename == self.cwd or not os.path.isdir(self.cwd))
-        what = f"its working directory {self.cwd!r}: " if missing else ""
-        return f"cannot start the upstream server {self.command[0]!r}: {what}{exc.strerror or exc}"
 
     def send(self, line: bytes) -> None:
         if self._stdin is not None and not self._stdin.is_closing():
@@ -247,7 +245,7 @@ def connect(entry: ServerEntry, *, isolated: bool) -> Connection:
     if entry.url is not None:
         return HttpConnection(entry.url, entry.headers, sse=entry.transport == "sse")
     env = server_environment(entry.env, entry.inherit_env) if isolated else passed_on(entry.env)
-    return ProcessConnection(entry.command, env, entry.cwd)
+    return ProcessConnection(entry.command, env, entry.cwd, Labelled(entry.name) if isolated else None)
 
 
 def _parent_death_signal() -> Callable[[], None] | None:

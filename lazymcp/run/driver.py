@@ -73,6 +73,8 @@ class Driver:
         self._stops: dict[Connection, asyncio.Event] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._draining: float | None = None  # when the client's input ended: the drain's deadline
+        self.on_called: Callable[[Called], Called] | None = None
+        """What a front adds to a call's report before it is seen (the session, the client's address and id)."""
         self.said: set[str] | None = None
         """When a set: what was reported, each said once (a refresh, which asks a failing server twice)."""
 
@@ -193,7 +195,7 @@ class Driver:
             elif isinstance(action, Ready):
                 proxy_catalog_in(action.catalog)  # the start-up line, once per process
             elif isinstance(action, Called):
-                observe.called(action)
+                observe.called(action if self.on_called is None else self.on_called(action))
             elif isinstance(action, Fail):  # pyright: ignore[reportUnnecessaryIsInstance]
                 self.fail(action.reason)
                 return

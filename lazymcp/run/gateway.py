@@ -34,7 +34,7 @@ from lazymcp.run import observe, traces
 from lazymcp.run.connections import for_principal
 from lazymcp.run.driver import Driver
 from lazymcp.run.manifests import ManifestStore
-from lazymcp.run.notices import LOGGER, say
+from lazymcp.run.notices import LOGGER, plural, say, start_line
 from lazymcp.run.wire import sdk_serializer
 from lazymcp.surfaces.options import Options
 from lazymcp.tools.manifest import DEFAULT_TTL, Manifest
@@ -73,6 +73,8 @@ class Launch:
     """Serve ``/metrics`` at this address apart from ``/mcp`` (``--metrics``)."""
     audit: bool = False
     """Write an audit line per call on stderr (``--log-level info`` or ``debug`` asked for)."""
+    audit_file: str | None = None
+    """Append the audit lines to this file instead (``--audit-file``)."""
 
 
 def build_gateway(
@@ -230,33 +232,6 @@ def known_tools(gateway: Gateway) -> dict[str, list[str] | None]:
     return tools
 
 
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def start_line(
-    gateway: Gateway, source: str, http: tuple[str, int] | None, eager: bool, access: Access | None = None
-) -> str:
-    """What is running: the servers, what is known of them without starting them, the mode, the clients."""
-    from lazymcp.version import __version__
-
-    listed = [server for server in gateway.servers if server.tools is not None]
-    count = len(gateway.servers)
-    starting = count if eager else count - len(listed) + len(gateway.stale)
-    mode = gateway.catalog.options.mode
-    chosen = f"auto ({mode} for these tools)" if gateway.mode == "auto" else mode
-    servers = f"{plural(count, 'server')} of {source} ({len(listed)} listed from manifests"
-    if http is None:
-        servers += f", {starting} started now, the rest on first use)"
-        clients = "clients on stdio"
-    else:  # each principal's sessions share its servers
-        servers += f"; each client's first session starts {starting} at once, the rest on first use)"
-        host = f"[{http[0]}]" if ":" in http[0] else http[0]
-        clients = f"clients on http://{host}:{http[1]}/mcp ({access.describe() if access else 'no authentication'})"
-    tools = f"{len(gateway.catalog)} tools known"
-    return f"lazymcp gateway {__version__}: {servers}, {tools}, mode {chosen}, {clients}"
-
-
 def run_gateway(
     path: str,
     options: Options,
@@ -324,7 +299,9 @@ def run_gateway(
 def _watchers(launch: Launch, http: tuple[str, int] | None) -> Metrics | None:
     """The watchers of calls asked for, watching from now on: the audit line, the metrics (returned; None:
     none) and the traces."""
-    if launch.audit:
+    if launch.audit_file is not None:
+        observe.watch(observe.AuditFile(launch.audit_file))
+    elif launch.audit:
         observe.watch(observe.AUDIT)
     metrics = metrics_of(launch, http)
     if traces.asked():

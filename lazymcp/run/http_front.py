@@ -31,10 +31,9 @@ Beside ``/mcp``: ``/healthz`` and ``/readyz`` for a load balancer (``lazymcp.run
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, cast
-from uuid import uuid4
+from typing import TYPE_CHECKING, Any, cast
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -62,7 +61,7 @@ from lazymcp.run.http_checks import (
     speaks_modern,
     with_trace_context,
 )
-from lazymcp.run.http_sessions import HttpSession, busy, event_stream
+from lazymcp.run.http_sessions import HttpSession, busy, event_stream, new_session, session_hash, session_of
 from lazymcp.surfaces.hosts import asked_mode
 
 if TYPE_CHECKING:
@@ -301,6 +300,7 @@ class HttpFront:
                 return opened
             side = new_session(self.sessions, opened, headers)
             side.principal = principal
+            side.session_hash = session_hash(headers[SESSION_HEADER])
             if self.cluster is not None:
                 await self.cluster.opened(headers[SESSION_HEADER], principal)
         else:
@@ -352,6 +352,8 @@ class HttpFront:
                 )
         waiter: asyncio.Future[Frame] = loop.create_future()
         side.waiting[jsonrpc.id_key(key)] = waiter
+        if method == "tools/call":  # for its audit line: the client's own id and address
+            side.calls[jsonrpc.id_key(key)] = (original, request.client.host if request.client else None)
         if method == "subscriptions/listen":
             side.listens[key] = DropOldest(self.limits.event_buffer, side._dropping)  # pyright: ignore[reportPrivateUsage]
         side.driver.from_client(frame)
@@ -364,6 +366,7 @@ class HttpFront:
             )
         finally:
             gone.cancel()
+            side.calls.pop(jsonrpc.id_key(key), None)
         if waiter not in done:
             reason = "the client closed its request" if gone in done else "no answer within the timeout"
             side.cancel(key, reason)
@@ -381,20 +384,3 @@ class HttpFront:
         if retry is not None:  # a rate limit: the error, with the status and header HTTP clients know
             return Response(body, 429, {**headers, "Retry-After": retry}, media_type="application/json")
         return Response(body, media_type="application/json", headers=headers)
-
-
-S = TypeVar("S")
-
-
-def session_of(sessions: Mapping[str, S], request: Request, message: jsonrpc.Message) -> S | Response:
-    """The session a request names (``Mcp-Session-Id``), or the 404 that says it has none."""
-    found = sessions.get(request.headers.get(SESSION_HEADER, ""))
-    return found if found is not None else error_response(message.get("id"), 404, "Session not found: initialize first")
-
-
-def new_session(sessions: dict[str, S], side: S, headers: dict[str, str]) -> S:
-    """Keep ``side`` under a new ``Mcp-Session-Id``, which the response's ``headers`` then name."""
-    session_id = uuid4().hex
-    sessions[session_id] = side
-    headers[SESSION_HEADER] = session_id
-    return side

@@ -9,19 +9,32 @@ session, and nothing one session sends can name another's request. Each event st
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol, cast
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from uuid import uuid4
 
 from starlette.responses import Response
 
+from lazymcp.core.actions import Called
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.bridge import SUBSCRIPTION_ID_KEY
 from lazymcp.protocol.errors import ErrorCode
 from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.protocol.limits import MAX_UNANSWERED, DropOldest, Limits
 from lazymcp.run.driver import UNANSWERED, Driver, FrameSink
-from lazymcp.run.http_checks import error_response
+from lazymcp.run.http_checks import SESSION_HEADER, error_response
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+
+def session_hash(session_id: str) -> str:
+    """What the audit names a session by: a hash of its id, stable across instances, that does not let a
+    reader of the audit use the session."""
+    return hashlib.sha256(session_id.encode()).hexdigest()[:16]
 
 
 class HttpSession:
@@ -45,6 +58,16 @@ class HttpSession:
         self.streams = 0
         """Event streams open on this session (GET, listen): a session with one is busy."""
         self._ids = itertools.count(1)
+        self.session_hash: str | None = None
+        """A stable hash of its ``Mcp-Session-Id`` (``session_hash``), for the audit; None for 2026 requests."""
+        self.calls: dict[tuple[str, object], tuple[object, str | None]] = {}
+        """``tools/call`` requests waiting, by the id the core sees: the client's own id and its address."""
+        self.driver.on_called = self._reported
+
+    def _reported(self, call: Called) -> Called:
+        """A call's report, with this session, and the client's id and address."""
+        original, address = self.calls.get(jsonrpc.id_key(call.request_id), (call.request_id, None))
+        return replace(call, request_id=original, session=self.session_hash, address=address)
 
     def _dropping(self) -> None:
         size = self.limits.event_buffer
@@ -151,3 +174,20 @@ def _restore(frame: Frame, listen: Listen | None) -> Frame:
         params = cast(dict[str, object], frame.message["params"])
         return frame.changed(params={**params, "_meta": {**meta, SUBSCRIPTION_ID_KEY: original}})
     return frame
+
+
+S = TypeVar("S")
+
+
+def session_of(sessions: Mapping[str, S], request: Request, message: jsonrpc.Message) -> S | Response:
+    """The session a request names (``Mcp-Session-Id``), or the 404 that says it has none."""
+    found = sessions.get(request.headers.get(SESSION_HEADER, ""))
+    return found if found is not None else error_response(message.get("id"), 404, "Session not found: initialize first")
+
+
+def new_session(sessions: dict[str, S], side: S, headers: dict[str, str]) -> S:
+    """Keep ``side`` under a new ``Mcp-Session-Id``, which the response's ``headers`` then name."""
+    session_id = uuid4().hex
+    sessions[session_id] = side
+    headers[SESSION_HEADER] = session_id
+    return side

@@ -5,7 +5,8 @@ The metrics are a ``Watcher`` (``lazymcp.run.observe``) that counts in plain dic
 - ``lazymcp_requests_total{method,outcome}``: requests an HTTP front answered (``ok`` or ``error``);
 - ``lazymcp_tool_calls_total{server,tool,outcome}``: ``tools/call`` requests by how they ended (a call
   answered by the gateway has ``server=""``; a call to a tool it does not know, or that the access policy
-  refuses, is counted under ``tool=""``, so a client cannot make a series per name it makes up);
+  refuses, is counted under ``tool=""``, however it ended (rate-limited too) and however it was named
+  (``invoke_tool`` too), so a client cannot make a series per name it makes up);
 - ``lazymcp_tool_call_seconds{server}``: how long servers took to answer calls (a histogram);
 - ``lazymcp_server_starts_total{server}``, ``lazymcp_server_failures_total{server}``;
 - ``lazymcp_sessions``: the HTTP front's sessions open now;
@@ -110,7 +111,7 @@ class Metrics(Watcher):
         self.sessions = sessions
 
     def called(self, call: Called) -> None:
-        tool = "" if call.outcome in NAMELESS else call.tool
+        tool = call.tool if call.named and call.outcome not in NAMELESS else ""
         self.calls.inc(call.server or "", tool, call.outcome)
         if call.server is not None and call.outcome not in ("rate_limited", "unavailable"):
             spread = self.seconds.setdefault(call.server, [0.0] * (len(BUCKETS) + 2))

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from lazymcp.access.bearer import Access
+    from lazymcp.gateway.front import Gateway
     from lazymcp.surfaces.catalog import Catalog
 
 LOGGER = logging.getLogger("lazymcp")
@@ -228,3 +230,30 @@ def run_reporting_status(status_file: str, command: Sequence[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(run_reporting_status(sys.argv[1], sys.argv[2:]))
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def start_line(
+    gateway: Gateway, source: str, http: tuple[str, int] | None, eager: bool, access: Access | None = None
+) -> str:
+    """What is running: the servers, what is known of them without starting them, the mode, the clients."""
+    from lazymcp.version import __version__
+
+    listed = [server for server in gateway.servers if server.tools is not None]
+    count = len(gateway.servers)
+    starting = count if eager else count - len(listed) + len(gateway.stale)
+    mode = gateway.catalog.options.mode
+    chosen = f"auto ({mode} for these tools)" if gateway.mode == "auto" else mode
+    servers = f"{plural(count, 'server')} of {source} ({len(listed)} listed from manifests"
+    if http is None:
+        servers += f", {starting} started now, the rest on first use)"
+        clients = "clients on stdio"
+    else:  # each principal's sessions share its servers
+        servers += f"; each client's first session starts {starting} at once, the rest on first use)"
+        host = f"[{http[0]}]" if ":" in http[0] else http[0]
+        clients = f"clients on http://{host}:{http[1]}/mcp ({access.describe() if access else 'no authentication'})"
+    tools = f"{len(gateway.catalog)} tools known"
+    return f"lazymcp gateway {__version__}: {servers}, {tools}, mode {chosen}, {clients}"

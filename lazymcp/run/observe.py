@@ -6,20 +6,23 @@ it passes each to every ``Watcher`` that ``watch`` added. With none watching, th
 report calls (``watching()``), so an unwatched gateway does no work for this on its call path.
 
 The audit line (``Audit``), on stderr when ``--log-level info`` (or ``debug``) is asked for, by the flag
-or ``LAZYMCP_LOG_LEVEL`` (not by default, so a gateway that is not asked does no work for it): one JSON
-object a call,
-``{"audit": "call", "principal", "server", "tool", "outcome", "ms"}``, never arguments or results. The
-metrics are ``lazymcp.run.metrics``'s.
+or ``LAZYMCP_LOG_LEVEL`` (not by default, so a gateway that is not asked does no work for it), or in a
+file of its own with ``--audit-file PATH`` (``AuditFile``, whatever the log level): one JSON object a
+call, ``{"audit": "call", "time", "principal", "session", "id", "address", "client", "server", "tool",
+"via", "outcome", "ms"}`` (``audit_line``), never arguments or results. The metrics are
+``lazymcp.run.metrics``'s.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from datetime import UTC, datetime
+from typing import BinaryIO, Protocol
 
 import orjson
 
 from lazymcp.core.actions import Action, Called
 from lazymcp.protocol import jsonrpc
+from lazymcp.protocol.errors import ConfigError
 from lazymcp.run.notices import LOGGER
 
 
@@ -109,14 +112,23 @@ def server_failed(server: str) -> None:
         _each("server_failed", server)
 
 
-def audit_line(call: Called) -> str:
-    """The audit line of one call."""
+def audit_line(call: Called, now: datetime | None = None) -> str:
+    """The audit line of one call (``now``: when it was answered; by default, now)."""
+    when = (now or datetime.now(UTC)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    client = None if call.client is None else {"name": call.client[0], "version": call.client[1]}
+    request_id = call.request_id if isinstance(call.request_id, str | int) else None
     return orjson.dumps(
         {
             "audit": "call",
+            "time": when,
             "principal": call.principal,
+            "session": call.session,
+            "id": request_id,
+            "address": call.address,
+            "client": client,
             "server": call.server,
             "tool": call.tool,
+            "via": call.via,
             "outcome": call.outcome,
             "ms": round(call.seconds * 1000, 3),
         }
@@ -131,3 +143,22 @@ class Audit(Watcher):
 
 
 AUDIT = Audit()
+
+
+class AuditFile(Watcher):
+    """Writes each call's audit line to a file of its own (``--audit-file``), apart from the log: appended,
+    one whole line a write."""
+
+    def __init__(self, path: str) -> None:
+        """Raises:
+        ConfigError: the file cannot be opened for appending (one line naming it)."""
+        try:
+            self.file: BinaryIO = open(path, "ab", buffering=0)  # open for the gateway's life
+        except OSError as exc:
+            raise ConfigError(f"cannot open the audit file {path!r}: {exc.strerror or exc}") from None
+
+    def called(self, call: Called) -> None:
+        self.file.write(audit_line(call).encode() + b"\n")
+
+    def close(self) -> None:
+        self.file.close()

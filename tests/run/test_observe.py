@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,19 @@ from lazymcp.core.actions import Called
 from lazymcp.run.observe import audit_line
 
 from ..conftest import SERVERS, accepts, free_port, serving, until
-from ..raw import TIMEOUT, gateway, http_gateway, open_session, peer, post, tool_call
+from ..raw import (
+    MODERN_HEADERS,
+    TIMEOUT,
+    gateway,
+    http_gateway,
+    listening,
+    modern_call,
+    open_session,
+    peer,
+    post,
+    request,
+    tool_call,
+)
 
 PLAIN = [sys.executable, str(SERVERS / "plain_server.py")]  # add, echo, upper
 
@@ -61,7 +74,8 @@ async def test_each_call_has_one_audit_line_without_its_arguments_or_result(tmp_
         (None, "time__now", "denied"),  # the client is told it is unknown
     ]
     assert {a["principal"] for a in lines} == {"anonymous"}
-    assert all(set(a) == {"audit", "principal", "server", "tool", "outcome", "ms"} for a in lines)
+    assert all(set(a) == FIELDS for a in lines)
+    assert [a["id"] for a in lines] == [10, 11, 12, 13, 14] and {a["session"] for a in lines} == {None}
     assert lines[0]["ms"] > 0 and lines[1]["ms"] == 0
     assert "the-argument-value" not in stderr
 
@@ -74,8 +88,94 @@ async def test_there_is_no_audit_line_unless_info_is_asked_for(tmp_path: Path, l
 
 
 def test_an_audit_line_is_one_compact_json_object() -> None:
-    line = audit_line(Called("token:alice", "math", "echo", "ok", 0.0123456))
-    assert line == '{"audit":"call","principal":"token:alice","server":"math","tool":"echo","outcome":"ok","ms":12.346}'
+    call = Called("token:alice", "math", "echo", "ok", 0.0123456, request_id=7, client=("peer", "1"), session="ab")
+    line = audit_line(call, datetime(2026, 7, 28, 12, 0, 1, 234567, tzinfo=UTC))
+    assert line == (
+        '{"audit":"call","time":"2026-07-28T12:00:01.234Z","principal":"token:alice","session":"ab","id":7,'
+        '"address":null,"client":{"name":"peer","version":"1"},"server":"math","tool":"echo","via":"direct",'
+        '"outcome":"ok","ms":12.346}'
+    )
+
+
+FIELDS = {"audit", "time", "principal", "session", "id", "address", "client", "server", "tool", "via", "outcome", "ms"}
+LOUD = (
+    "import runpy, sys; sys.stderr.write('loud one\\nloud two\\n'); sys.stderr.flush(); "
+    "runpy.run_path(sys.argv[1], run_name='__main__')"
+)
+
+
+@pytest.mark.anyio
+async def test_the_audit_file_holds_a_line_a_call_however_it_was_named_and_the_servers_stderr_is_labelled(
+    tmp_path: Path,
+) -> None:
+    """Over HTTP with a token: calls made directly and through ``invoke_tool``, granted and denied, a 2026
+    request, and made-up names past the rate limit. The audit file is parsed line by line; a denied call
+    is ``denied`` however it came, and no made-up name becomes a metric label."""
+    path = tmp_path / "mcp.json"
+    servers = {
+        "math": {"command": PLAIN[0], "args": ["-c", LOUD, PLAIN[1]]},
+        "text": {"command": PLAIN[0], "args": PLAIN[1:]},
+    }
+    path.write_text(json.dumps({"mcpServers": servers, "lazymcp": {"access": {"alice": {"allow": ["math__*"]}}}}))
+    tokens = tmp_path / "tokens"
+    tokens.write_text("alice: tok-alice-1\n")
+    tokens.chmod(0o600)
+    audit, log = tmp_path / "audit.jsonl", tmp_path / "stderr"
+    port = free_port()
+    flags = ["--token-file", str(tokens), "--mode", "proxy", "--audit-file", str(audit), "--rate-limit", "8/min"]
+    alice = {"Authorization": "Bearer tok-alice-1"}
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(path), "--http", f"127.0.0.1:{port}"]
+    with log.open("wb") as sink:
+        async with listening(
+            [*command, *flags], port, env={"LAZYMCP_CACHE_DIR": str(tmp_path / "c")}, stderr=sink.fileno()
+        ):
+            with anyio.fail_after(TIMEOUT * 2):
+                session = await open_session(port, alice)
+                calls = [
+                    tool_call(10, "math__echo", text="the-argument-value"),
+                    request(
+                        11,
+                        "tools/call",
+                        {"name": "invoke_tool", "arguments": {"name": "math__echo", "arguments": {"text": "x"}}},
+                    ),
+                    request(
+                        12, "tools/call", {"name": "invoke_tool", "arguments": {"name": "text__upper", "arguments": {}}}
+                    ),
+                    tool_call(13, "text__upper", text="x"),
+                ]
+                for call in calls:
+                    await post(port, call, session)
+                await post(port, modern_call("m-1", "math__echo", text="x"), {**alice, **MODERN_HEADERS})
+                for number in range(20, 30):  # past the limit of 8 a minute
+                    await post(port, tool_call(number, f"made__up_{number}"), session)
+                async with httpx2.AsyncClient(timeout=TIMEOUT) as client:
+                    page = (await client.get(f"http://127.0.0.1:{port}/metrics", headers=alice)).text
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert all(set(line) == FIELDS for line in lines)
+    seen = [(a["id"], a["server"], a["tool"], a["via"], a["outcome"]) for a in lines[:5]]
+    assert seen == [
+        (10, "math", "echo", "direct", "ok"),
+        (11, "math", "echo", "invoke_tool", "ok"),
+        (12, None, "text__upper", "invoke_tool", "denied"),
+        (13, None, "text__upper", "direct", "denied"),
+        ("m-1", "math", "echo", "direct", "ok"),
+    ]
+    assert [a["outcome"] for a in lines[5:]].count("rate_limited") >= 2
+    assert {a["principal"] for a in lines} == {"token:alice"}
+    assert {a["address"] for a in lines} == {"127.0.0.1"}
+    assert {a["client"]["name"] for a in lines} == {"peer"}
+    hashed = {a["session"] for a in lines if a["id"] != "m-1"}
+    assert len(hashed) == 1 and session["Mcp-Session-Id"] not in hashed and None not in hashed
+    assert next(a for a in lines if a["id"] == "m-1")["session"] is None
+    for line in lines:
+        datetime.fromisoformat(line["time"])
+    found = samples(page)
+    denied = [a for a in lines if a["outcome"] == "denied"]  # 12 and 13, and the made-up names within the limit
+    assert found[("lazymcp_denied_total", ())] == len(denied) and 12 in [a["id"] for a in denied]
+    assert not any("made__up" in str(labels) for _, labels in found)
+    text = log.read_text()
+    assert "[math] loud one" in text and "[math] loud two" in text
+    assert '"audit"' not in text and "the-argument-value" not in audit.read_text()
 
 
 # --- metrics ----------------------------------------------------------------------------------------
