@@ -284,6 +284,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         path = self.path.split("?", 1)[0]
         if path.endswith("/messages/count_tokens"):
+            self._record(Exchange("anthropic-count", body, None, None))
             self._json(200, {"input_tokens": anthropic_count(body)})
         elif path.endswith("/messages"):
             self._anthropic(body)

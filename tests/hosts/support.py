@@ -48,6 +48,7 @@ HOSTS = {
 VARIANTS = {
     "claude-search": ("claude", "tool search on"),
     "claude-nosearch": ("claude", "tool search off"),
+    "claude-auto": ("claude", "tool search auto"),
     "codex": ("codex", ""),
     "gemini": ("gemini", ""),
 }
@@ -107,7 +108,8 @@ def _invocation(
     env |= {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "NO_COLOR": "1", "CI": "1"}
     host = VARIANTS[variant][0]
     if host == "claude":
-        command, settings = _claude(installed, server, home, search=variant == "claude-search")
+        search = {"claude-search": "true", "claude-nosearch": "false"}.get(variant, "auto")
+        command, settings = _claude(installed, server, home, search=search)
         env |= settings | {"ANTHROPIC_BASE_URL": base}
     elif host == "codex":
         command, settings = _codex(installed, server, home, base)
@@ -118,13 +120,13 @@ def _invocation(
     return command, env
 
 
-def _claude(installed: Path, server: list[str], home: Path, *, search: bool) -> tuple[list[str], dict[str, str]]:
+def _claude(installed: Path, server: list[str], home: Path, *, search: str) -> tuple[list[str], dict[str, str]]:
     config = home / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"lazy": {"command": server[0], "args": server[1:]}}}))
     env = {
         "CLAUDE_CONFIG_DIR": str(home / ".claude"),
         "ANTHROPIC_API_KEY": "sk-fake",
-        "ENABLE_TOOL_SEARCH": "true" if search else "false",
+        "ENABLE_TOOL_SEARCH": search,
         "MCP_CONNECTION_NONBLOCKING": "false",  # -p waits for the server before the first request
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -165,13 +167,15 @@ def _gemini(installed: Path, server: list[str], home: Path) -> tuple[list[str], 
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
     }
     path = home / ".gemini" / "settings.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(settings))
     bundle = installed / "@google" / "gemini-cli" / "bundle" / "gemini.js"
     command = [node(), str(bundle), "-p", PROMPT, "--yolo", "-m", "gemini-2.5-flash"]
-    return command, {"GEMINI_API_KEY": "fake", "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+    env = {"GEMINI_API_KEY": "fake", "GEMINI_CLI_TRUST_WORKSPACE": "true", "GEMINI_CLI_NO_RELAUNCH": "true"}
+    return command, env
 
 
 def _run(command: Sequence[str], env: dict[str, str], cwd: Path) -> str:
@@ -263,6 +267,7 @@ def measure(outcome: Outcome, marker: str) -> Cell:
     defined, lines = lazymcp_part(first, marker)
     tokens = sum(count_tokens(compact(tool)) for tool in defined) + sum(count_tokens(line) for line in lines)
     names = {name for line in lines for name in line.split() if marker in name}
+    names -= {str(tool.get("name")) for tool in defined}
     received = [target_arguments(params) for params in outcome.received]
     arguments = next((args for args in received if args is not None), None)
     return Cell(len(defined), len(names), tokens, count_tokens(compact(first)), outcome.calls, compact(arguments))
