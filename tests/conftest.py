@@ -62,6 +62,7 @@ def initialize_request(client: str = "t", request_id: int = 1) -> dict[str, Any]
 SLOW_FIRST = (
     "tests/interop/test_conformance.py",
     "tests/clients/",
+    "tests/hosts/",
     "tests/docs/test_bench.py",
     "tests/run/test_cluster",
     "tests/gateway/test_gateway.py",

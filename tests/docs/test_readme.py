@@ -88,3 +88,9 @@ def test_the_compatibility_table_is_the_one_the_client_suite_checks() -> None:
     from ..clients.matrix import readme_table, render
 
     assert readme_table(README) == render(), "run: python -m tests.clients.matrix"
+
+
+def test_the_host_table_is_the_one_the_host_suite_checks() -> None:
+    from ..hosts.matrix import readme_table, render
+
+    assert readme_table(README) == render(), "run: python -m tests.hosts.matrix"
