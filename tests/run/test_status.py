@@ -137,3 +137,47 @@ async def test_lazymcp_status_prints_the_table_or_the_json_and_one_line_when_it_
     for failed, says in ((wrong, "refused the token (HTTP 401)"), (gone, "cannot reach")):
         assert failed.returncode == 1 and failed.stdout == ""
         assert failed.stderr.count("\n") == 1 and says in failed.stderr, failed.stderr
+
+
+def chromium() -> Any:
+    """Headless Chromium driven by selenium, or a skip naming what to install."""
+    import shutil
+
+    webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (the dev extra)")
+    if shutil.which("chromium") is None or shutil.which("chromedriver") is None:
+        pytest.skip("needs chromium and chromedriver (Debian package chromium) (Debian package chromium-driver)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(flag)
+    service = webdriver.ChromeService(executable_path=shutil.which("chromedriver"))
+    return webdriver.Chrome(options=options, service=service)
+
+
+@pytest.mark.anyio
+async def test_a_person_sees_the_failed_server_and_its_reason_in_a_browser(tmp_path: Path) -> None:
+    """The token goes in the Authorization header, set through the DevTools protocol (the gateway takes no
+    token in a URL or a cookie: a URL is logged and kept in history, and a cookie would be sent by any page)."""
+    browser = chromium()
+    try:
+        async with team_gateway(tmp_path) as port, alice_called(port):
+
+            def look() -> tuple[str, str, str, str]:
+                url = f"http://127.0.0.1:{port}/"
+                browser.get(url)
+                refused = browser.find_element("tag name", "body").text
+                browser.execute_cdp_cmd("Network.enable", {})
+                browser.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": bearer(ALICE)})
+                browser.get(url)
+                row = browser.find_element("id", "server-broken")
+                cells = [cell.text for cell in row.find_elements("tag name", "td")]
+                color = row.value_of_css_property("color")
+                return refused, " | ".join(cells), color, browser.title
+
+            refused, broken, color, title = await anyio.to_thread.run_sync(look)
+    finally:
+        browser.quit()
+    assert "unauthorized" in refused and "broken" not in refused, refused
+    assert title == "lazymcp gateway status"
+    assert broken.startswith("broken | failed | the upstream server exited with code 3"), broken
+    assert color == "rgba(170, 0, 0, 1)"  # the page's own style applies: its hash is in the page's CSP
