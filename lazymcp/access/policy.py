@@ -6,7 +6,9 @@ token an issuer vouched for (``lazymcp.run.http_checks.principal_of``); a client
 an open loopback front) is ``ANONYMOUS``. The configuration's ``lazymcp.access`` block (``Policy``) maps
 keys to ``allow`` and ``deny`` globs over the gateway's tool names; ``Policy.grant(principal)`` is the
 ``Grant`` of one principal: the union of the allows of every key it matches, minus the union of their
-denies (no key matched: nothing). Without a policy there is no grant, and everything is allowed.
+denies (no key matched: nothing). Without a policy there is no grant, and everything is allowed. A key's
+``"metrics": true`` lets the principals it matches see the whole gateway's status (every principal's
+servers, sessions and calls: ``Policy.sees_all``); any other principal sees its own part of it only.
 
 This module is the one place that decides. A gateway session is built for one principal, and its
 merged catalog holds only the tools its grant allows (``lazymcp.gateway.merged``), so listings,
@@ -126,10 +128,11 @@ NOTHING = Grant(())
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """One key's globs."""
+    """One key's globs, and whether its principals see the whole gateway's status."""
 
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+    metrics: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +150,11 @@ class Policy:
                 allow.update(dict.fromkeys(rule.allow))
                 deny.update(dict.fromkeys(rule.deny))
         return Grant(tuple(allow), tuple(deny)) if allow else NOTHING
+
+    def sees_all(self, principal: Principal) -> bool:
+        """Does a key ``principal`` matches grant ``"metrics": true`` (the status of every principal's servers,
+        sessions and calls, not its own only)?"""
+        return any(rule.metrics and matches(key, principal) for key, rule in self.rules.items())
 
     def token_names(self) -> list[str]:
         """The keys that name a bearer token."""
@@ -175,12 +183,17 @@ def parse_policy(value: object, source: str) -> Policy:
         if not isinstance(body, Mapping):
             raise ConfigError(f'{where}, key {key!r}: expected {{"allow": [...], "deny": [...]}}')
         body = cast(Mapping[str, object], body)
-        unknown = [name for name in body if name not in ("allow", "deny")]
+        unknown = [name for name in body if name not in ("allow", "deny", "metrics")]
         if unknown:
-            raise ConfigError(f"{where}, key {key!r}: unknown field {unknown[0]!r}; expected allow, deny")
+            raise ConfigError(f"{where}, key {key!r}: unknown field {unknown[0]!r}; expected allow, deny, metrics")
         field_of = f"{where}, key {key!r}, field"
+        metrics = body.get("metrics", False)
+        if not isinstance(metrics, bool):
+            raise ConfigError(f"{field_of} 'metrics' must be true or false")
         rules[key] = Rule(
-            _globs(body.get("allow", []), f"{field_of} 'allow'"), _globs(body.get("deny", []), f"{field_of} 'deny'")
+            _globs(body.get("allow", []), f"{field_of} 'allow'"),
+            _globs(body.get("deny", []), f"{field_of} 'deny'"),
+            metrics,
         )
     return Policy(rules)
 

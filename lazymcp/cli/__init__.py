@@ -52,9 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return commands.gateway(args)
         if args.command == "check":
             return commands.check(args)
+        if args.command == "status":
+            return commands.status(args)
         return commands.stats(args, command)
     except LazyMCPError as exc:
-        return _error(exc.message, exc if args.debug else None)
+        return _error(exc.message, exc if args.debug else None, status=exc.exit_status)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:

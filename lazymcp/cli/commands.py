@@ -335,3 +335,19 @@ def check(args: argparse.Namespace) -> int:
     checked = check(args.config, args.project)
     print(render(checked, args.config))
     return 1 if checked.problems else 0
+
+
+def status(args: argparse.Namespace) -> int:
+    """``lazymcp status --url URL``: a running HTTP gateway's status, as a table or as its JSON."""
+    import orjson
+
+    from lazymcp.run.status_client import fetch_status
+    from lazymcp.run.status_page import table
+
+    tokens = _token(args.token_file, "status")
+    if tokens is not None and len(tokens) > 1:
+        where = f"the token file {args.token_file!r}" if args.token_file else TOKEN
+        raise ConfigError(f"{where} holds {len(tokens)} tokens: give the one to use")
+    snapshot = fetch_status(args.url, tokens[0][1] if tokens else None, args.timeout or 10.0)
+    print(orjson.dumps(snapshot, option=orjson.OPT_INDENT_2).decode() if args.json else table(snapshot))
+    return 0

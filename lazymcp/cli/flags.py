@@ -332,6 +332,20 @@ def _check(commands: Any, common: argparse.ArgumentParser) -> None:
     add_project_option(check)
 
 
+def _status(commands: Any, common: argparse.ArgumentParser) -> None:
+    usage = "lazymcp status --url URL [--token-file FILE] [--json]"
+    what = "what a running HTTP gateway is doing: its servers, calls, listing and sessions"
+    status = _subcommand(commands, common, "status", what, usage)
+    status.add_argument("--url", required=True, help="the gateway's address (http://HOST:PORT, or its /mcp)")
+    status.add_argument(
+        "--token-file", metavar="FILE", default=None, help="the bearer token's file (default: LAZYMCP_GATEWAY_TOKEN)"
+    )
+    status.add_argument("--json", action="store_true", help="print the gateway's /status.json as it is")
+    status.add_argument(
+        "--timeout", type=float, default=10.0, metavar="SECONDS", help="seconds the gateway has to answer (default: 10)"
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     """The whole command line."""
     from lazymcp.version import __version__
@@ -340,6 +354,6 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"lazymcp {__version__}")
     commands = top.add_subparsers(dest="command", required=True)
     common = _common()
-    for add in (_serve, _proxy, _gateway, _stats, _check):
+    for add in (_serve, _proxy, _gateway, _stats, _check, _status):
         add(commands, common)
     return top

@@ -60,6 +60,8 @@ class Lifecycle:
     retry_at: float = 0.0
     reason: str | None = None
     """Why it last failed."""
+    failed_at: float | None = None
+    """When it last failed."""
 
     def move(self, to: State) -> None:
         """Go to ``to``.
@@ -75,6 +77,7 @@ class Lifecycle:
         """The server is down, refused until its backoff has passed."""
         self.move(State.DOWN)
         self.reason = reason
+        self.failed_at = now
         self.failures += 1
         self.retry_at = now + min(BACKOFF_FIRST * 2 ** (self.failures - 1), BACKOFF_MAX)
 

@@ -50,6 +50,8 @@ class LazyMCPError(Exception):
     """Base class: every lazymcp error knows its JSON-RPC code and error data."""
 
     code: ErrorCode = ErrorCode.INTERNAL_ERROR
+    exit_status: int = 2
+    """The command line's exit status when it ends on this error (2: the command was given wrongly)."""
 
     def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
         super().__init__(message)

@@ -186,6 +186,10 @@ class ProcessConnection:
         self._stdin = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))
         small_reads(transport.get_pipe_transport(1))
 
+    @property
+    def pid(self) -> int | None:
+        return self._transport.get_pid() if self._transport is not None else None
+
     def send(self, line: bytes) -> None:
         if self._stdin is not None and not self._stdin.is_closing():
             self._stdin.writelines((line, b"\n"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,8 @@ class Driver:
         """Resolves to 0 when the client leaves (its requests answered), 1 when the session fails."""
         self.failure: str | None = None
         self.connections: dict[str, Connection] = {}
+        self.since: dict[str, float] = {}
+        """When each server's process or connection last started, in wall-clock seconds (for the status)."""
         self._pooled: set[str] = set()
         """Servers reached through a pool's shared process (``shared_servers.Lease``), whose starts and
         failures the pool counts, once for all its sessions."""
@@ -256,6 +259,7 @@ class Driver:
         if self.connections.get(server) is not connection or self.done.done():
             self.connections.pop(server, None)
             return  # given up on while it started: ``_run`` stops it
+        self.since[server] = time.time()
         if self._paused:
             connection.pause(True)
         self._carry_out(self.core.started(server, self.loop.time()))

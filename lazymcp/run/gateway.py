@@ -41,12 +41,9 @@ from lazymcp.tools.manifest import DEFAULT_TTL, Manifest
 from lazymcp.tools.packed import Packed
 
 if TYPE_CHECKING:
-    from starlette.routing import BaseRoute
-
     from lazymcp.access.bearer import Access
     from lazymcp.access.secrets import PrincipalSecrets
     from lazymcp.run.cluster import Cluster
-    from lazymcp.run.http_front import HttpFront
     from lazymcp.run.metrics import Metrics
 
 
@@ -270,24 +267,11 @@ def run_gateway(
     limiter = limiter_of(launch, peers.rates if peers is not None else None)
     LOGGER.info(start_line(first, config.source, http, launch.eager, access))
     if http is not None:
-        from lazymcp.run.http_front import IDLE_SECONDS, HttpFront
-        from lazymcp.run.http_serve import serve_front
-        from lazymcp.run.shared_servers import SharedServers
+        from lazymcp.run.gateway_http import Front, serve_http
 
-        front = HttpFront(
-            _session_cores(launch, store, first.seed, limiter),  # each session its own core
-            launch.limits,
-            http[0],
-            allow_hosts=allow_hosts,
-            allow_origins=allow_origins,
-            access=access,
-            store=store,
-            eager=launch.eager,
-            name="gateway",
-            cluster=peers,
-            connector=SharedServers(IDLE_SECONDS, secrets).connector,  # a principal's sessions share its servers
-        )
-        return serve_front(front, http, _metrics_routes(launch, metrics, front))
+        apart = launch.metrics is not None
+        front = Front(config, launch.limits, http, launch.eager, access, allow_hosts, allow_origins, apart, secrets)
+        return serve_http(front, _session_cores(launch, store, first.seed, limiter), store, peers, metrics)
     policy = config.access
     if policy is not None or limiter is not None:  # a stdio client shows no credentials: it is anonymous
         first = build_gateway(launch, store, first.seed, policy and policy.grant(ANONYMOUS), limiter=limiter)
@@ -349,28 +333,18 @@ def _check_access(first: Gateway, config: GatewayConfig, access: Access | None) 
 
 def _session_cores(
     launch: Launch, store: ManifestStore, seed: Seed | None, limiter: Limiter | None
-) -> Callable[[Principal], Gateway]:
-    """How an HTTP front builds each session's core, for the principal that opens it: over one catalog for
-    each grant while its manifests last (``seed``: the first core's)."""
+) -> Callable[[Principal | None, Grant | None], Gateway]:
+    """How an HTTP front builds each session's core, for the principal that opens it (grant None: the
+    principal's own), over one catalog for each grant while its manifests last (``seed``: the first core's);
+    with no principal, a core of the grant's (None: every tool), which nothing starts: what the status shows."""
     policy = launch.config.access
     seeds: dict[Grant | None, Seed | None] = {None: seed}
 
-    def session_core(principal: Principal) -> Gateway:
-        grant = None if policy is None else policy.grant(principal)
-        core = build_gateway(launch, store, seeds.get(grant), grant, principal=principal, limiter=limiter)
+    def session_core(principal: Principal | None, grant: Grant | None) -> Gateway:
+        if principal is not None and policy is not None:
+            grant = policy.grant(principal)
+        core = build_gateway(launch, store, seeds.get(grant), grant, principal=principal or ANONYMOUS, limiter=limiter)
         seeds[grant] = core.seed
         return core
 
     return session_core
-
-
-def _metrics_routes(launch: Launch, metrics: Metrics | None, front: HttpFront) -> list[BaseRoute]:
-    """``/metrics`` beside the front's ``/mcp``, counting its sessions, unless ``--metrics`` serves it apart."""
-    if metrics is None:
-        return []
-    metrics.count_sessions(lambda: len(front.sessions) + len(front.moderns))
-    if launch.metrics is not None:
-        return []
-    from lazymcp.run.metrics import metrics_route
-
-    return [metrics_route(metrics, front)]

@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from lazymcp.gateway.costs import granted_tools, stock_listing
 from lazymcp.local.files import cache_dir
 from lazymcp.run.gateway import Launch, build_gateway, refresh
 from lazymcp.run.manifests import ManifestStore
 from lazymcp.run.stats import computed_listings
-from lazymcp.surfaces.methods import Caller, list_tools
 from lazymcp.surfaces.options import Options
 from lazymcp.tools.tokens import ListingSize
 
@@ -57,13 +57,10 @@ def measure(launch: Launch) -> ConfigCost:
     gateway = build_gateway(Launch(launch.config, launch.options, launch.mode, launch.budget), store)
     servers: list[ServerCost] = []
     unlisted = tuple(server.name for server in gateway.servers if server.tools is None)
-    for server in gateway.servers:
-        if server.tools is None:
-            continue
-        name, tools = server.name, list(server.tools)
+    for name, tools in granted_tools(gateway).items():
         alone = computed_listings(tools, Options())["stock"]
         servers.append(ServerCost(name, len(tools), ListingSize.of(tools), ListingSize.of(alone)))
-    listing = list_tools(gateway.catalog, {}, Caller()).result["tools"]
+    listing = stock_listing(gateway)
     return ConfigCost(servers, ListingSize.of(listing), gateway.catalog.options.mode, unlisted)
 
 

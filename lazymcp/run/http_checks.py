@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lazymcp.access.bearer import PRINCIPAL_KEY
+from lazymcp.access.bearer import PRINCIPAL_KEY, Access
 from lazymcp.access.policy import ANONYMOUS, Principal
 from lazymcp.local.addresses import LOOPBACK, is_loopback
 from lazymcp.protocol import jsonrpc
@@ -48,6 +48,16 @@ def principal_of(request: Request) -> Principal:
     claims = cast(dict[str, object], getattr(token, "claims", None) or {})
     scopes = frozenset(cast(list[str], getattr(token, "scopes", None) or []))
     return Principal(client=client or None, issuer=issuer, subject=subject, scopes=scopes, claims=claims)
+
+
+async def refused(guard: Guard, access: Access | None, request: Request) -> Response | None:
+    """The one check of a front's routes (``/mcp``, ``/metrics``, the status), not the load balancer's: the
+    Host and Origin first, so a foreign page costs no token check, then who may come in (``access``; None:
+    anyone). None: the request is let in."""
+    found = guard.check(request)
+    if found is None and access is not None:
+        found = await access.check(request)
+    return found
 
 
 def retry_after(answer: jsonrpc.Frame) -> str | None:

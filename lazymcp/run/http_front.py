@@ -57,6 +57,7 @@ from lazymcp.run.http_checks import (
     principal_of,
     read_body,
     refuse_non_json,
+    refused,
     retry_after,
     speaks_modern,
     with_trace_context,
@@ -157,8 +158,12 @@ class HttpFront:
         trouble = self.cluster.trouble() if self.cluster is not None else None
         return {"status": "ok"} if trouble is None else {"status": "degraded", "reason": trouble}
 
+    def sides(self) -> list[HttpSession]:
+        """Every session, 2025 and 2026 alike."""
+        return [*self.sessions.values(), *self.moderns.values()]
+
     async def close(self) -> None:
-        sides = [*self.sessions.values(), *self.moderns.values()]
+        sides = self.sides()
         self.sessions.clear()
         self.moderns.clear()
         await asyncio.gather(*(side.close(f"the {self.name} is shutting down") for side in sides))
@@ -242,11 +247,9 @@ class HttpFront:
         self._reap_later(side, side.driver.failure or "the session ended")
 
     async def endpoint(self, request: Request) -> Response:
-        refused = self.guard.check(request)  # first: a foreign page costs no token check
-        if refused is None and self.access is not None:
-            refused = await self.access.check(request)
-        if refused is not None:
-            return refused
+        denied = await refused(self.guard, self.access, request)
+        if denied is not None:
+            return denied
         if self.cluster is not None:  # a 2025 session of another instance's: its owner answers
             forwarded = await self.cluster.forward(request, self.sessions, self.limits)
             if forwarded is not None:

@@ -165,12 +165,12 @@ def metrics_route(metrics: Metrics, front: HttpFront) -> BaseRoute:
     from starlette.responses import Response
     from starlette.routing import Route
 
+    from lazymcp.run.http_checks import refused
+
     async def endpoint(request: Request) -> Response:
-        refused = front.guard.check(request)
-        if refused is None and front.access is not None:
-            refused = await front.access.check(request)
-        if refused is not None:
-            return refused
+        denied = await refused(front.guard, front.access, request)
+        if denied is not None:
+            return denied
         return Response(metrics.text(), headers={"Content-Type": CONTENT_TYPE})
 
     return Route("/metrics", endpoint, methods=["GET"])

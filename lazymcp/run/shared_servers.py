@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,8 @@ class _Process:
         self.ready.add_done_callback(lambda task: task.cancelled() or task.exception())  # each joiner hears it
         self.stopping: asyncio.Task[None] | None = None
         self.idle = False
+        self.started_at: float | None = None
+        """When its process started, in wall-clock seconds."""
         observe.server_started(entry.name)
 
     async def _start(self) -> None:
@@ -69,6 +72,7 @@ class _Process:
             self.pool.forget(self)
             raise
         self.pool.started += 1
+        self.started_at = time.time()
 
     def _pressure(self, full: bool) -> None:
         for lease in list(self.leases.values()):
@@ -220,6 +224,17 @@ class Lease:
     @property
     def buffered(self) -> int:
         return self.process.connection.buffered if self.process is not None else 0
+
+    @property
+    def pid(self) -> int | None:
+        """The shared process's id (None: it is not running, or is no process)."""
+        pid = getattr(self.process.connection, "pid", None) if self.process is not None else None
+        return pid if isinstance(pid, int) else None
+
+    @property
+    def started_at(self) -> float | None:
+        """When the shared process started, in wall-clock seconds."""
+        return self.process.started_at if self.process is not None else None
 
     def pause(self, paused: bool) -> None:
         self._paused = paused

@@ -74,6 +74,14 @@ def test_with_a_policy_a_principal_matching_no_key_gets_nothing() -> None:
     assert policy.grant(Principal(client="ada")) == NOTHING  # a client id is not a subject
 
 
+def test_metrics_lets_the_principals_of_its_key_see_everyones_status_and_grants_no_tool() -> None:
+    policy = parse_policy({"scope:ops": {"metrics": True}, "alice": {"allow": ["*"]}}, "mcp.json")
+    assert policy is not None
+    ops = Principal(subject="sam", scopes=frozenset({"ops"}))
+    assert policy.sees_all(ops) and not policy.sees_all(Principal(name="alice")) and not policy.sees_all(ANONYMOUS)
+    assert policy.grant(ops) == NOTHING
+
+
 @pytest.mark.parametrize(
     ("block", "words"),
     [
@@ -83,6 +91,7 @@ def test_with_a_policy_a_principal_matching_no_key_gets_nothing() -> None:
         ({"alice": ["*"]}, '"allow"'),
         ({"alice": {"allow": "*"}}, "field 'allow' must be a list"),
         ({"alice": {"allow": ["*"], "permit": ["*"]}}, "unknown field 'permit'"),
+        ({"ops": {"metrics": "yes"}}, "field 'metrics' must be true or false"),
     ],
 )
 def test_a_malformed_policy_is_one_line_naming_the_key(block: object, words: str) -> None:

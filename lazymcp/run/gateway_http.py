@@ -1,0 +1,93 @@
+"""``lazymcp gateway --http``: the HTTP front over the gateway's sessions (each its own core, for the
+principal that opens it; a principal's sessions share its server processes), beside ``/metrics`` and the
+status (``/status.json`` and the page at ``/``, ``lazymcp.run.status``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lazymcp.access.policy import Grant, Principal
+from lazymcp.gateway.config import GatewayConfig
+from lazymcp.gateway.front import Gateway
+from lazymcp.protocol.limits import Limits
+from lazymcp.run import observe
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+    from lazymcp.access.bearer import Access
+    from lazymcp.access.secrets import PrincipalSecrets
+    from lazymcp.run.cluster import Cluster
+    from lazymcp.run.http_front import HttpFront
+    from lazymcp.run.manifests import ManifestStore
+    from lazymcp.run.metrics import Metrics
+
+
+@dataclass(frozen=True, slots=True)
+class Front:
+    """How the HTTP front is set up: the command line's choices."""
+
+    config: GatewayConfig
+    limits: Limits
+    http: tuple[str, int]
+    eager: bool = False
+    access: Access | None = None
+    allow_hosts: tuple[str, ...] = ()
+    allow_origins: tuple[str, ...] = ()
+    metrics_apart: bool = False
+    """``--metrics`` serves ``/metrics`` at an address of its own: not beside ``/mcp``."""
+    secrets: PrincipalSecrets | None = None
+    """Each principal's own values for its servers (``--principal-secrets``)."""
+
+
+def serve_http(
+    front_of: Front,
+    cores: Callable[[Principal | None, Grant | None], Gateway],
+    store: ManifestStore,
+    peers: Cluster | None,
+    metrics: Metrics | None,
+) -> int:
+    """Serve the gateway's clients at ``/mcp`` until a signal; the exit status. ``cores(principal, grant)``
+    builds a core: a session's for its principal (grant None: the principal's own), or, with no principal,
+    one of the grant's, whose tools and listing the status shows."""
+    from lazymcp.run.http_front import IDLE_SECONDS, HttpFront
+    from lazymcp.run.http_serve import serve_front
+    from lazymcp.run.shared_servers import SharedServers
+    from lazymcp.run.status import Recent, Status, status_routes
+    from lazymcp.version import __version__
+
+    recent = Recent()
+    observe.watch(recent)  # before any session's core: each then reports its calls
+    front = HttpFront(
+        lambda principal: cores(principal, None),  # each session its own core
+        front_of.limits,
+        front_of.http[0],
+        allow_hosts=front_of.allow_hosts,
+        allow_origins=front_of.allow_origins,
+        access=front_of.access,
+        store=store,
+        eager=front_of.eager,
+        name="gateway",
+        cluster=peers,
+        connector=SharedServers(IDLE_SECONDS, front_of.secrets).connector,  # a principal's sessions share its servers
+    )
+    config = front_of.config
+    status = Status(
+        front, lambda grant: cores(None, grant), config.access, recent, source=config.source, version=__version__
+    )
+    routes = [*_metrics_routes(front_of, metrics, front), *status_routes(status)]
+    return serve_front(front, front_of.http, routes)
+
+
+def _metrics_routes(front_of: Front, metrics: Metrics | None, front: HttpFront) -> list[BaseRoute]:
+    """``/metrics`` beside the front's ``/mcp``, counting its sessions, unless ``--metrics`` serves it apart."""
+    if metrics is None:
+        return []
+    metrics.count_sessions(lambda: len(front.sessions) + len(front.moderns))
+    if front_of.metrics_apart:
+        return []
+    from lazymcp.run.metrics import metrics_route
+
+    return [metrics_route(metrics, front)]
