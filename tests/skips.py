@@ -41,5 +41,5 @@ def summary(reasons: Iterable[str]) -> list[str]:
     if packages:
         lines.append(f"  apt-get install {' '.join(sorted(packages))}")
     if extras:
-        lines.append(f'  .venv/bin/pip install -e ".[{",".join(["dev", *sorted(extras)])}]"')
+        lines.append(f'  .venv/bin/pip install -e ".[{",".join(["dev", *sorted(extras - {"dev"})])}]"')
     return lines
