@@ -26,7 +26,8 @@ from .agent import TARGET
 from .fake import Recording, fake_model
 
 HERE = Path(__file__).resolve().parent
-MODES = ("describe", "eager", "proxy")
+MODES = ("default", "describe", "eager", "proxy")
+"""The modes measured: ``default`` is no ``--mode`` at all, what lazymcp picks for the host itself."""
 RUN_TIMEOUT = 150.0
 """Bound on one headless run of a host, its MCP server's start included."""
 PROMPT = "Fetch issue ISS-42 from the issue tracker and tell me its title."
@@ -72,6 +73,8 @@ class Outcome:
     output: str
     calls: int = 0
     """The agent's answers that called a tool."""
+    instructions: str = ""
+    """The ``instructions`` of lazymcp's ``initialize`` result."""
 
     def first(self) -> dict[str, Any]:
         if not self.requests:
@@ -80,7 +83,8 @@ class Outcome:
 
 
 def server_command(mode: str, log: Path) -> list[str]:
-    return [sys.executable, str(HERE / "tap.py"), str(log), "--", *lazymcp("serve", "--mode", mode)]
+    chosen = () if mode == "default" else ("--mode", mode)
+    return [sys.executable, str(HERE / "tap.py"), str(log), "--", *lazymcp("serve", *chosen)]
 
 
 def run(variant: str, mode: str, home: Path) -> Outcome:
@@ -198,16 +202,20 @@ def _run(command: Sequence[str], env: dict[str, str], cwd: Path) -> str:
 def _outcome(recording: Recording, tap: Path, output: str) -> Outcome:
     agent = recording.agent()
     received = []
+    instructions = ""
     for line in tap.read_text().splitlines() if tap.exists() else []:
         entry = json.loads(line)
-        if entry["to"] != "server":
+        if entry["to"] == "env":
             continue
         message = json.loads(entry["line"])
-        if message.get("method") == "tools/call":
+        if entry["to"] == "server" and message.get("method") == "tools/call":
             received.append(message["params"])
+        result = message.get("result")
+        if entry["to"] == "host" and isinstance(result, dict) and isinstance(result.get("instructions"), str):
+            instructions = result["instructions"]  # initialize's, or server/discover's
     problems = [exchange.problem for exchange in agent if exchange.problem]
     calls = sum(1 for exchange in agent if exchange.call is not None)
-    return Outcome([exchange.body for exchange in agent], received, problems, output, calls)
+    return Outcome([exchange.body for exchange in agent], received, problems, output, calls, instructions)
 
 
 # --- what is measured --------------------------------------------------------------------------------------
@@ -231,12 +239,14 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def lazymcp_part(body: dict[str, Any], marker: str) -> tuple[list[dict[str, Any]], list[str]]:
+def lazymcp_part(body: dict[str, Any], marker: str, instructions: str = "") -> tuple[list[dict[str, Any]], list[str]]:
     """lazymcp's part of a request: the tool definitions of its tools, and the lines of the rest of the
-    request that name them (a host's list of deferred tools or namespaces)."""
+    request that name them (a host's list of deferred tools or namespaces) or that are lines of lazymcp's
+    ``initialize`` instructions (which a host may put in its system prompt)."""
     defined = [tool for tool in _tools_of(body) if str(tool.get("name", "")).startswith(marker)]
     rest = {key: value for key, value in body.items() if key != "tools"}
-    lines = [line for text in _strings(rest) for line in text.splitlines() if marker in line]
+    own = {line.strip() for line in instructions.splitlines() if line.strip()}
+    lines = [line for text in _strings(rest) for line in text.splitlines() if marker in line or line.strip() in own]
     return defined, lines
 
 
@@ -253,7 +263,8 @@ class Cell:
     named: int
     """lazymcp's tools (or namespaces) named only, for the host's search to load."""
     tokens: int
-    """cl100k_base tokens of lazymcp's part of the first request."""
+    """cl100k_base tokens of lazymcp's part of the first request: its tools' definitions, the lines that name
+    its tools, and the lines of its ``initialize`` instructions that the host put in the request."""
     total: int
     """cl100k_base tokens of the whole first request."""
     turns: int
@@ -264,7 +275,7 @@ class Cell:
 
 def measure(outcome: Outcome, marker: str) -> Cell:
     first = outcome.first()
-    defined, lines = lazymcp_part(first, marker)
+    defined, lines = lazymcp_part(first, marker, outcome.instructions)
     tokens = sum(count_tokens(compact(tool)) for tool in defined) + sum(count_tokens(line) for line in lines)
     names = {name for line in lines for name in line.split() if marker in name}
     names -= {str(tool.get("name")) for tool in defined}

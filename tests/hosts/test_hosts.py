@@ -16,7 +16,7 @@ import pytest
 
 from ..conftest import ROOT
 from .agent import VALUES
-from .matrix import MEASURED, differences
+from .matrix import FAILING, MEASURED, differences
 from .support import HOSTS, MODES, RUN_TIMEOUT, VARIANTS, compact, measure, run, target_arguments
 
 RESULTS = ROOT / ".cache" / "hosts" / "results"
@@ -28,6 +28,10 @@ RESULTS = ROOT / ".cache" / "hosts" / "results"
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_host_calls_a_tool_through_lazymcp(variant: str, mode: str, tmp_path: Path) -> None:
     outcome = run(variant, mode, tmp_path / "home")
+    if (variant, mode) in FAILING:
+        if outcome.problems or not any(map(target_arguments, outcome.received)):
+            pytest.xfail(FAILING[(variant, mode)])
+        pytest.fail(f"{variant} {mode} reaches the tool now: measure it and take it out of matrix.FAILING")
     assert not outcome.problems, f"the scripted model could not go on: {outcome.problems}\n{outcome.output}"
     called = [args for args in map(target_arguments, outcome.received) if args is not None]
     assert called and called[-1] == VALUES, f"lazymcp received {outcome.received}\n{outcome.output}"
