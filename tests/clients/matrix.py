@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..readme_tables import ReadmeTable
 from .support import CLIENT_NAMES, MODES, TRANSPORTS
 
 STEPS = ("list", "describe", "call", "invalid", "unlisted")
@@ -168,26 +169,15 @@ def render() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-BEGIN = "<!-- compatibility table: written by python -m tests.clients.matrix -->\n"
-END = "<!-- end of the compatibility table -->\n"
-
-
-def readme_table(readme: str) -> str:
-    """The README's copy of the table."""
-    start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
-    return readme[start:end]
+TABLE = ReadmeTable(
+    "<!-- compatibility table: written by python -m tests.clients.matrix -->\n",
+    "<!-- end of the compatibility table -->\n",
+)
+readme_table = TABLE.of
 
 
 def main() -> int:
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "README.md"
-    readme = path.read_text()
-    current = readme_table(readme)
-    if "--check" in sys.argv[1:]:
-        return 0 if current == render() else 1
-    path.write_text(readme.replace(BEGIN + current + END, BEGIN + render() + END))
-    return 0
+    return TABLE.main(render, sys.argv[1:])
 
 
 if __name__ == "__main__":

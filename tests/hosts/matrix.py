@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..readme_tables import ReadmeTable
 from .support import HOSTS, MODES, VARIANTS, Cell
 
 TOKEN_SLACK = 0.02
@@ -99,13 +100,10 @@ def render() -> str:
     return "\n".join(lines) + "\n"
 
 
-BEGIN = "<!-- host table: written by python -m tests.hosts.matrix -->\n"
-END = "<!-- end of the host table -->\n"
-
-
-def readme_table(readme: str) -> str:
-    start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
-    return readme[start:end]
+TABLE = ReadmeTable(
+    "<!-- host table: written by python -m tests.hosts.matrix -->\n", "<!-- end of the host table -->\n"
+)
+readme_table = TABLE.of
 
 
 RESULTS = Path(__file__).resolve().parents[2] / ".cache" / "hosts" / "results"
@@ -149,13 +147,7 @@ def main() -> int:
     if "--update" in sys.argv[1:]:
         sys.stdout.write(f"measured again: {', '.join(update()) or 'nothing'}\n")
         return 0
-    path = Path(__file__).resolve().parents[2] / "README.md"
-    readme = path.read_text()
-    current = readme_table(readme)
-    if "--check" in sys.argv[1:]:
-        return 0 if current == render() else 1
-    path.write_text(readme.replace(BEGIN + current + END, BEGIN + render() + END))
-    return 0
+    return TABLE.main(render, sys.argv[1:])
 
 
 if __name__ == "__main__":
