@@ -75,11 +75,17 @@ def catalog_instructions(catalog: Catalog, server: str, own: str | None = None) 
     if own and own.strip():
         data = own.strip().encode()
         return own.strip() if len(data) <= MAX_INSTRUCTIONS else data[:MAX_INSTRUCTIONS].decode(errors="ignore")
-    categories = catalog.categories()
-    groups = [Group(name, catalog.category_description(name), tools) for name, tools in categories.items()]
-    lead = (
-        f"{server}: {len(catalog)} tool{'s' if len(catalog) != 1 else ''}"
-        + (f" in {len(groups)} groups" if len(groups) > 1 else "")
-        + ". Search for a tool by its task or by these names:"
-    )
-    return written(lead, groups)
+
+    def build() -> tuple[str, str]:
+        categories = catalog.categories()
+        groups = [Group(name, catalog.category_description(name), tools) for name, tools in categories.items()]
+        lead = (
+            f"{server}: {len(catalog)} tool{'s' if len(catalog) != 1 else ''}"
+            + (f" in {len(groups)} groups" if len(groups) > 1 else "")
+            + ". Search for a tool by its task or by these names:"
+        )
+        return server, written(lead, groups)
+
+    # Kept with the catalog, for one server name (the proxy's every initialize asks again).
+    named, text = catalog.memo("instructions", build)
+    return text if named == server else build()[1]
