@@ -30,6 +30,9 @@ SERVERS = ROOT / "tests" / "servers"
 # Tool embeddings (the semantic extra) are cached inside the checkout, not in the user's cache directory;
 # servers the tests start inherit the setting.
 os.environ.setdefault("LAZYMCP_CACHE_DIR", str(ROOT / ".cache" / "embeddings"))
+# A gateway's first listing waits for servers longer than a user's default (10 s): on a loaded machine a Python
+# server can take that long to start, and a test expects its tools. Tests of the wait itself pass the flag.
+os.environ.setdefault("LAZYMCP_FIRST_LIST_WAIT", "30")
 
 EXT_ID = "io.lazymcp/lazy-tools"
 """The extension's identifier, as the spec writes it (the tests check the package's against this one)."""

@@ -7,6 +7,7 @@ line from them. What a flag's value means is read in ``lazymcp.cli.commands``.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -259,11 +260,11 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
     gateway.add_argument(
         "--first-list-wait",
         type=float,
-        default=FIRST_LIST_WAIT,
+        default=os.environ.get("LAZYMCP_FIRST_LIST_WAIT", FIRST_LIST_WAIT),
         metavar="SECONDS",
         help="how long a tools/* request waits for servers without a manifest to list their tools; past it the"
-        f" answer goes out without them, their tools announced when they come (0: until --timeout; default:"
-        f" {FIRST_LIST_WAIT:g})",
+        f" answer goes out without them, their tools announced when they come (0: until --timeout; env"
+        f" LAZYMCP_FIRST_LIST_WAIT; default: {FIRST_LIST_WAIT:g})",
     )
     gateway.add_argument(
         "--mode",

@@ -151,7 +151,7 @@ async def test_the_sdk_client_reaches_a_guarded_mcp_server_with_its_token() -> N
         try:
             async with serving(Guard(app, access), port) as url:
                 with anyio.fail_after(60):
-                    team = httpx2.AsyncClient(headers={"Authorization": "Bearer good"})
+                    team = httpx2.AsyncClient(headers={"Authorization": "Bearer good"}, timeout=60)
                     async with team, Client(streamable_http_client(url, http_client=team), mode="legacy") as client:
                         listing = await client.list_tools()
                         echoed = await client.call_tool("echo", {"text": "team"})

@@ -229,7 +229,7 @@ def test_proxy_takes_the_command_without_a_double_dash_and_says_one_start_up_lin
         "describe_tools",
         "invoke_tool",
     ]
-    [line] = [line for line in err.splitlines() if line.startswith("lazymcp proxy")]
+    [line] = [line for line in err.splitlines() if line.startswith(f"lazymcp proxy {__version__}:")]
     assert line.startswith(f"lazymcp proxy {__version__}: mode proxy, upstream ")
     assert "130 tools" in line and "of the full one's tokens" in line
 

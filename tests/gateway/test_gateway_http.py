@@ -66,11 +66,11 @@ async def test_only_requests_with_the_token_get_in(everything_command: list[str]
     url = mcp_url(port)
     async with listening(command, port, stderr=None):
         with anyio.fail_after(60):
-            async with httpx2.AsyncClient() as raw:
+            async with httpx2.AsyncClient(timeout=60) as raw:
                 missing = await raw.post(url, json=INITIALIZE)
                 wrong = await raw.post(url, json=INITIALIZE, headers={"Authorization": "Bearer not-it"})
                 right = await raw.post(url, json=INITIALIZE, headers={"Authorization": f"Bearer {TOKEN}"})
-            team = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+            team = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
             async with team, Client(streamable_http_client(url, http_client=team), mode="legacy") as client:
                 listing = await client.list_tools()
                 echoed = await client.call_tool("everything__echo", {"message": "team"})
@@ -178,11 +178,11 @@ async def test_the_gateway_lets_in_oauth_tokens_its_issuer_vouches_for(
         url = mcp_url(port)
         async with listening(command, port, env=env, stderr=None):
             with anyio.fail_after(60):
-                async with httpx2.AsyncClient() as raw:
+                async with httpx2.AsyncClient(timeout=60) as raw:
                     missing = await raw.post(url, json=INITIALIZE)
                     wrong = await raw.post(url, json=INITIALIZE, headers={"Authorization": "Bearer other-audience"})
                     metadata = await raw.get(f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp")
-                team = httpx2.AsyncClient(headers={"Authorization": "Bearer good"})
+                team = httpx2.AsyncClient(headers={"Authorization": "Bearer good"}, timeout=60)
                 async with team, Client(streamable_http_client(url, http_client=team), mode="legacy") as client:
                     echoed = await client.call_tool("everything__echo", {"message": "vouched for"})
     assert (missing.status_code, wrong.status_code) == (401, 401)
@@ -203,9 +203,9 @@ async def test_the_proxy_over_http_takes_the_same_access_flags(everything_comman
     url = mcp_url(port)
     async with listening([*command, "--", *everything_command], port, stderr=None):
         with anyio.fail_after(60):
-            async with httpx2.AsyncClient() as raw:
+            async with httpx2.AsyncClient(timeout=60) as raw:
                 missing = await raw.post(url, json=INITIALIZE)
-            team = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+            team = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
             async with team, Client(streamable_http_client(url, http_client=team), mode="legacy") as client:
                 echoed = await client.call_tool("echo", {"message": "one front"})
     assert missing.status_code == 401

@@ -49,7 +49,7 @@ SECRETS = {"LAZYMCP_OAUTH_CLIENT_ID": CLIENT_ID, "LAZYMCP_OAUTH_CLIENT_SECRET": 
 
 
 async def get_json(port: int, path: str) -> tuple[int, Any]:
-    async with httpx2.AsyncClient(trust_env=False) as client:
+    async with httpx2.AsyncClient(trust_env=False, timeout=60) as client:
         answer = await client.get(f"http://127.0.0.1:{port}{path}")
     return answer.status_code, answer.json()
 

@@ -183,7 +183,7 @@ async def test_with_redis_stopped_an_instance_counts_alone_and_never_hangs(tmp_p
                 statuses = [(await post(port, echo, session))[0] for _ in range(3)]
 
                 async def degraded() -> bool:
-                    async with httpx2.AsyncClient(trust_env=False) as client:
+                    async with httpx2.AsyncClient(trust_env=False, timeout=60) as client:
                         answer = await client.get(f"http://127.0.0.1:{port}/readyz")
                     return answer.json()["status"] == "degraded"
 

@@ -75,7 +75,7 @@ def files(tmp_path: Path, remote: str) -> tuple[Path, Path, Path]:
 
 async def call_env(url: str, name: str) -> Any:
     """``env__env`` called as principal ``name``: the tool's result, or the error's message."""
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKENS[name]}"})
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKENS[name]}"}, timeout=60)
     async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
         await client.list_tools()
         try:
@@ -101,7 +101,9 @@ async def test_each_principal_s_servers_get_its_own_values_and_one_without_gets_
                 alice = await call_env(mcp_url(port), "alice")
                 bob = await call_env(mcp_url(port), "bob")
                 said = await call_env(mcp_url(port), "carol")
-                async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKENS['alice']}"}) as raw:
+                async with httpx2.AsyncClient(
+                    headers={"Authorization": f"Bearer {TOKENS['alice']}"}, timeout=60
+                ) as raw:
                     metrics = (await raw.get(f"http://127.0.0.1:{port}/metrics")).text
     finally:
         os.close(stderr)

@@ -317,12 +317,14 @@ async def test_a_list_change_reaches_every_session_of_the_person_and_no_one_else
                 async with client.stream("GET", f"http://127.0.0.1:{port}/mcp", headers=headers) as stream:
                     status, _ = await post(port, tool_call(3, "c__grow"), first)
                     assert status == 200
-                    async for row in stream.aiter_lines():  # told, and then listing it
+                    async for row in stream.aiter_lines():  # told first (other rows may come before it)
                         told = json.loads(row[5:]) if row.startswith("data:") else told
-                        if "c__extra_1" in await names(second, 4):
+                        if told.get("method") == "notifications/tools/list_changed":
                             break
+            listed_by_ada = await names(second, 4)
             listed_by_bob = await names(other, 5)
     assert told.get("method") == "notifications/tools/list_changed"
+    assert "c__extra_1" in listed_by_ada
     assert "c__grow" in listed_by_bob and "c__extra_1" not in listed_by_bob
 
 

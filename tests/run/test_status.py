@@ -64,7 +64,7 @@ def by_name(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:
 async def alice_called(port: int) -> AsyncIterator[None]:
     """Alice's SDK client, which has called ``works__echo`` once, open while the body runs; the broken server
     has failed in her session by then."""
-    team = httpx2.AsyncClient(headers=bearer(ALICE))
+    team = httpx2.AsyncClient(headers=bearer(ALICE), timeout=60)
     async with team, Client(streamable_http_client(mcp_url(port), http_client=team), mode="legacy") as client:
         echoed = await client.call_tool("works__echo", {"text": "status"})
         assert "status" in str(echoed.content[0])
