@@ -25,8 +25,8 @@ Measured in one run, each peer beside lazymcp and beside the servers themselves 
   through its own search tool over the 30 servers (20 names requested).
 
 It writes ``bench/PEERS.md`` (versions, date, machine) and the table between the ``peers`` markers of
-the README; a peer that failed to install or run is named with the reason. Not part of the test suite;
-``tests/test_peers_table.py`` checks that the README's table is the one in ``PEERS.md``.
+``docs/compatibility.md``; a peer that failed to install or run is named with the reason. Not part of the test
+suite; ``tests/docs/test_bench.py`` checks that the docs' table is the one in ``PEERS.md``.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ NPM_PACKAGES = ("@modelcontextprotocol/server-memory@2026.8.31", "@modelcontextp
 PYPI_SERVERS = ("mcp-server-time==2026.10.19", "mcp-server-git==2026.10.19")
 QUERIES = SHARED / "evals" / "authored" / "queries.json"
 PEERS_MD = Path(__file__).with_name("PEERS.md")
-README = ROOT / "README.md"
+PEERS_DOC = ROOT / "docs" / "compatibility.md"
+"""The page that shows the table."""
 START, END = "<!-- peers:start -->", "<!-- peers:end -->"
 DEPTH = 20
 """Names requested of each search, as the dev set's metrics read them."""
@@ -935,13 +936,14 @@ def marked_table(text: str) -> str | None:
 
 def write(results: dict[str, Any]) -> None:
     PEERS_MD.write_text(markdown(results))
-    readme = README.read_text()
-    start, end = readme.find(START), readme.find(END)
+    page = PEERS_DOC.read_text()
+    start, end = page.find(START), page.find(END)
     if start >= 0 and end > start:
-        README.write_text(readme[: start + len(START)] + "\n" + table(results) + "\n" + readme[end:])
+        PEERS_DOC.write_text(page[: start + len(START)] + "\n" + table(results) + "\n" + page[end:])
     else:
         print(
-            f"bench.peers: README.md has no {START} ... {END} markers; the table is in {PEERS_MD.name}", file=sys.stderr
+            f"bench.peers: {PEERS_DOC.name} has no {START} ... {END} markers; the table is in {PEERS_MD.name}",
+            file=sys.stderr,
         )
 
 
@@ -961,7 +963,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.peers", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repeat, 50 call rounds, 3 s of load, 15 queries")
     parser.add_argument("--json", metavar="FILE", help="also write every figure to FILE")
-    parser.add_argument("--no-write", action="store_true", help="print the table; leave PEERS.md and README alone")
+    parser.add_argument("--no-write", action="store_true", help="print the table; leave PEERS.md and the docs alone")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="measure only these")
     parser.add_argument("--fronts", nargs="+", default=[], metavar="NAME", help="measure only the fronts named so")
     parser.add_argument("--update", metavar="FILE", help="keep FILE's figures where this run measures none")

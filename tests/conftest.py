@@ -67,6 +67,7 @@ SLOW_FIRST = (
     "tests/clients/",
     "tests/hosts/",
     "tests/docs/test_bench.py",
+    "tests/docs/test_install.py",
     "tests/run/test_cluster",
     "tests/gateway/test_gateway.py",
     "tests/core/test_proxy_everything.py",

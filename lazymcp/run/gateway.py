@@ -291,6 +291,8 @@ def _watchers(launch: Launch, http: tuple[str, int] | None) -> Metrics | None:
     if traces.asked():
         observe.tracing = traces.Traces()
         observe.watch(observe.tracing)
+    elif (lacking := traces.missing()) is not None:
+        say("gateway", lacking)
     return metrics
 
 

@@ -1,10 +1,11 @@
-"""Traces of what the gateway does, with OpenTelemetry (``pip install "lazymcp[otel]"``).
+"""Traces of what the gateway does, with OpenTelemetry (the ``otel`` extra: ``pipx install ".[otel]"``).
 
 Traces are on when the OpenTelemetry SDK is installed and the standard variables ask for them:
 ``OTEL_TRACES_EXPORTER`` (``console``: one JSON line a span on stderr as it ends, since stdout may be
-the MCP channel; ``otlp``: needs ``opentelemetry-exporter-otlp``, sent in batches by the SDK's batch
-processor, ``OTEL_BSP_*``), ``OTEL_SERVICE_NAME`` (default ``lazymcp``),
-and the exporter's own ``OTEL_EXPORTER_*``. Otherwise this module is not imported and nothing costs.
+the MCP channel; ``otlp``: OTLP over HTTP, ``opentelemetry-exporter-otlp-proto-http``, sent in batches by
+the SDK's batch processor, ``OTEL_BSP_*``), ``OTEL_SERVICE_NAME`` (default ``lazymcp``), and the exporter's
+own ``OTEL_EXPORTER_*``. Otherwise no OpenTelemetry module is imported and nothing costs; where the variables
+ask for traces and the extra is missing, the gateway says so in one line (``missing``).
 
 The driver (``lazymcp.run.driver``) hands ``Traces`` what crosses a session, when ``observe.tracing``
 is set, and nothing otherwise:
@@ -59,7 +60,33 @@ def asked(environ: Mapping[str, str] | None = None) -> bool:
     exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
     if exporter in ("", "none") or environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
-    return importlib.util.find_spec("opentelemetry.sdk") is not None
+    return _installed("opentelemetry.sdk")
+
+
+EXTRA_HINT = 'the otel extra (pipx install ".[otel]" from the checkout, or pip install -e ".[otel]")'
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package absent, or blocked
+        return False
+
+
+def missing(environ: Mapping[str, str] | None = None) -> str | None:
+    """What the ``OTEL_*`` variables ask for and the installed packages cannot make, as one line for the
+    operator (None: nothing asked, traces off on purpose, or everything there). Nothing is imported."""
+    environ = os.environ if environ is None else environ
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return None
+    exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    endpoints = sorted(k for k in environ if k.startswith("OTEL_EXPORTER_OTLP_") and k.endswith("ENDPOINT"))
+    if exporter == "none" or not (exporter or endpoints):
+        return None
+    said = f"OTEL_TRACES_EXPORTER={exporter}" if exporter else f"{endpoints[0]} is set"
+    if _installed("opentelemetry.sdk"):
+        return None  # traces are on (``asked``), or off for want of OTEL_TRACES_EXPORTER, as the docs say
+    return f"{said}, but the OpenTelemetry SDK is not installed: no traces; it comes with {EXTRA_HINT}"
 
 
 class _Open:
@@ -282,6 +309,6 @@ def _exporter(name: str) -> SpanExporter:
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # pyright: ignore
         except ImportError:
-            raise ConfigError("OTEL_TRACES_EXPORTER=otlp needs opentelemetry-exporter-otlp installed") from None
+            raise ConfigError(f"OTEL_TRACES_EXPORTER=otlp needs {EXTRA_HINT}") from None
         return OTLPSpanExporter()  # pyright: ignore
     raise ConfigError(f"OTEL_TRACES_EXPORTER={name!r}: lazymcp makes {' or '.join(EXPORTERS)} traces")

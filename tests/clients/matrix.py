@@ -1,9 +1,9 @@
-"""What the compatibility suite expects of each cell, and the README table written from it.
+"""What the compatibility suite expects of each cell, and the table of docs/compatibility.md written from it.
 
 ``EXPECTED[(client, mode, transport)]`` maps each step expected to fail to the reason: a limitation of
 the client itself, with the line of its code that causes it. A cell not listed passes every step. The
-tests check every cell against this table, and ``python -m tests.clients.matrix`` rewrites the README's
-copy of the table (``--check`` only compares), so the README says what the suite found.
+tests check every cell against this table, and ``python -m tests.clients.matrix`` rewrites docs/compatibility.md's
+copy of the table (``--check`` only compares), so the docs say what the suite found.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..readme_tables import ReadmeTable
+from ..doc_tables import DOCS, DocTable
 from .support import CLIENT_NAMES, MODES, TRANSPORTS
 
 STEPS = ("list", "describe", "call", "invalid", "unlisted")
@@ -136,7 +136,7 @@ def _check(name: str, value: Any) -> str | None:
 
 
 def render() -> str:
-    """The README's compatibility table."""
+    """The compatibility table of docs/compatibility.md."""
     header = "| client | " + " | ".join(f"`{mode}`" for mode in MODES) + " |"
     lines = [header, "|---|" + "---|" * len(MODES)]
     for client, title in CLIENT_NAMES.items():
@@ -169,11 +169,12 @@ def render() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-TABLE = ReadmeTable(
+TABLE = DocTable(
+    DOCS / "compatibility.md",
     "<!-- compatibility table: written by python -m tests.clients.matrix -->\n",
     "<!-- end of the compatibility table -->\n",
 )
-readme_table = TABLE.of
+doc_table = TABLE.of
 
 
 def main() -> int:

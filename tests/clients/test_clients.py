@@ -5,7 +5,7 @@ CLI, the official TypeScript SDK's) lists the tools of ``lazymcp serve`` (the bu
 through ``describe_tools``, calls a tool it knows only from a stub, sends arguments that break its
 schema, and, where the mode does not list the tool, calls it by its own name; in each of the five modes,
 over stdio (the client spawns the server) and streamable HTTP. Which steps fail is checked against
-``matrix.EXPECTED``, from which ``python -m tests.clients.matrix`` writes the README's table.
+``matrix.EXPECTED``, from which ``python -m tests.clients.matrix`` writes the table of docs/compatibility.md.
 """
 
 from __future__ import annotations

@@ -146,10 +146,12 @@ def test_a_second_session_describes_from_the_cache_and_the_manifest_stays_small(
     assert targets["manifest_bytes"]["measured"] == sizes["manifest_over_bare"]
 
 
-def test_the_readmes_table_of_peers_is_the_one_bench_peers_wrote() -> None:
-    from bench.peers import PEERS_MD, README, marked_table
+def test_the_docs_table_of_peers_is_the_one_bench_peers_wrote() -> None:
+    from bench.peers import PEERS_DOC, PEERS_MD, marked_table
 
     written = marked_table(PEERS_MD.read_text())
     assert written is not None, f"{PEERS_MD.name} has no table between the peers markers"
     assert written.count("\n|") >= 8, written
-    assert marked_table(README.read_text()) == written, "run python -m bench.peers, or copy its table to the README"
+    assert marked_table(PEERS_DOC.read_text()) == written, (
+        f"run python -m bench.peers, or copy its table to {PEERS_DOC}"
+    )

@@ -45,3 +45,24 @@ def test_a_run_without_redis_server_ends_naming_the_package_once() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines.count("  apt-get install redis-server") == 1, done.stdout
+
+
+def test_the_readme_names_what_the_whole_suite_needs_from_the_machine() -> None:
+    """The README's ``apt-get install`` line holds every Debian package a skip reason of the suite names, and
+    its ``pip install`` line every extra (but the multilingual model's, which its own tests' skip names)."""
+    from ..skips import needs
+
+    packages, extras = set[str](), set[str]()
+    for source in (ROOT / "tests").rglob("*.py"):
+        if source.name not in ("skips.py", "test_skips.py"):
+            for line in source.read_text().splitlines():
+                wanted, extra = needs(line)
+                packages |= wanted
+                extras |= extra
+    assert {"redis-server", "haproxy", "chromium"} <= packages  # the reasons are found
+    readme = (ROOT / "README.md").read_text()
+    [apt] = [line for line in readme.splitlines() if line.startswith("apt-get install ")]
+    [pip] = [line for line in readme.splitlines() if line.startswith(".venv/bin/pip install -e")]
+    assert packages <= set(apt.split()[2:]), apt
+    listed = set(pip.partition("[")[2].partition("]")[0].split(","))
+    assert extras - {"semantic-multilingual"} <= listed, pip

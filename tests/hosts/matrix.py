@@ -1,9 +1,9 @@
-"""The host matrix: what each real host measured against lazymcp in each mode, and the README table of it.
+"""The host matrix: what each real host measured against lazymcp in each mode, and the table of docs/hosts.md.
 
 ``MEASURED[(variant, mode)]`` is what the suite measured (``test_hosts.py`` checks every run against it and
 writes what it saw to ``.cache/hosts/results``); ``python -m tests.hosts.matrix --update`` rewrites it from
-those results, and ``python -m tests.hosts.matrix`` writes the README's copy of the table from it (``--check``
-only compares), so the README says what the suite found.
+those results, and ``python -m tests.hosts.matrix`` writes docs/hosts.md's copy of the table from it (``--check``
+only compares), so the docs say what the suite found.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..readme_tables import ReadmeTable
+from ..doc_tables import DOCS, DocTable
 from .support import HOSTS, MODES, VARIANTS, Cell
 
 TOKEN_SLACK = 0.02
@@ -78,7 +78,7 @@ def _tools(cell: Cell) -> str:
 
 
 def render() -> str:
-    """The README's host table."""
+    """The host table of docs/hosts.md."""
     lines = [
         "| host | mode | lazymcp's tools in the first request | lazymcp's tokens (of the request's) | turns"
         " | arguments received |",
@@ -100,10 +100,12 @@ def render() -> str:
     return "\n".join(lines) + "\n"
 
 
-TABLE = ReadmeTable(
-    "<!-- host table: written by python -m tests.hosts.matrix -->\n", "<!-- end of the host table -->\n"
+TABLE = DocTable(
+    DOCS / "hosts.md",
+    "<!-- host table: written by python -m tests.hosts.matrix -->\n",
+    "<!-- end of the host table -->\n",
 )
-readme_table = TABLE.of
+doc_table = TABLE.of
 
 
 RESULTS = Path(__file__).resolve().parents[2] / ".cache" / "hosts" / "results"

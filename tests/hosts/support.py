@@ -256,7 +256,7 @@ def compact(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Cell:
-    """One cell of the matrix, as the README shows it."""
+    """One cell of the matrix, as docs/hosts.md shows it."""
 
     defined: int
     """lazymcp's tools defined (with a schema) in the first request."""

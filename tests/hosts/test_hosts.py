@@ -4,7 +4,7 @@ API, with lazymcp serving the sample catalog in each mode over stdio.
 Each run: the scripted model (``agent.py``) finds ``issues_get`` and calls it with its required arguments,
 through whatever the host and the mode offer. The test checks that the arguments reached lazymcp intact
 and that what was measured (the tools and tokens of the first request, the turns) is what
-``matrix.MEASURED`` says, from which the README's table is written.
+``matrix.MEASURED`` says, from which the table of docs/hosts.md is written.
 """
 
 from __future__ import annotations

@@ -382,6 +382,70 @@ async def test_without_the_variable_no_opentelemetry_module_is_loaded(tmp_path: 
     assert "LOADED [] None" in stderr
 
 
+BLOCKED = (
+    "import sys\n"
+    "sys.modules[sys.argv.pop(1)] = None  # as if that package were not installed\n"
+    "from lazymcp.cli import main\n"
+    "sys.exit(main())\n"
+)
+"""A gateway run where one package (the first argument) cannot be imported."""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("OTEL_TRACES_EXPORTER", "otlp"), ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")],
+)
+async def test_traces_asked_for_without_the_extra_are_one_line_at_start(
+    tmp_path: Path, variable: str, value: str
+) -> None:
+    """``OTEL_*`` set where the OpenTelemetry SDK is missing: the gateway says so once, naming the variable
+    and the extra that brings it, and serves its calls without traces."""
+    command = [sys.executable, "-c", BLOCKED, "opentelemetry", "gateway", "--config", str(config(tmp_path))]
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "OTEL_TRACES_EXPORTER": "", variable: value}
+    async with peer([*command, "--mode", "proxy"], env=env) as p:
+        with anyio.fail_after(TIMEOUT * 2):
+            await p.handshake()
+            await p.send(tool_call(10, "math__echo", text="hi"))
+            answered = await p.answer(10)
+            assert p.process.stdin is not None
+            await p.process.stdin.aclose()
+            stderr = await p.stderr()
+    assert "result" in answered
+    said = [line for line in stderr.splitlines() if "OpenTelemetry" in line]
+    assert len(said) == 1, stderr
+    assert said[0].startswith("lazymcp gateway: ") and variable in said[0] and 'pipx install ".[otel]"' in said[0]
+
+
+@pytest.mark.anyio
+async def test_the_otlp_exporter_missing_stops_the_start_in_one_line(tmp_path: Path) -> None:
+    """``OTEL_TRACES_EXPORTER=otlp`` with the SDK but not its OTLP exporter: one line naming the extra, exit 2."""
+    pytest.importorskip("opentelemetry.sdk", reason="traces need opentelemetry-sdk (lazymcp[otel])")
+    command = [sys.executable, "-c", BLOCKED, "opentelemetry.exporter", "gateway", "--config", str(config(tmp_path))]
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "OTEL_TRACES_EXPORTER": "otlp"}
+    async with peer(command, env=env) as p:
+        with anyio.fail_after(TIMEOUT * 2):
+            assert p.process.stdin is not None
+            await p.process.stdin.aclose()
+            stderr = await p.stderr()
+            code = await p.process.wait()
+    assert code != 0, stderr
+    assert stderr.strip().splitlines() == [
+        'lazymcp: error: OTEL_TRACES_EXPORTER=otlp needs the otel extra (pipx install ".[otel]" from the checkout,'
+        ' or pip install -e ".[otel]")'
+    ]
+
+
+def test_no_line_when_traces_are_not_asked_for_or_the_sdk_is_there() -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="traces need opentelemetry-sdk (lazymcp[otel])")
+    from lazymcp.run.traces import missing
+
+    assert missing({}) is None
+    assert missing({"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"}) is None
+    assert missing({"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "true"}) is None
+    assert missing({"OTEL_TRACES_EXPORTER": "otlp"}) is None  # installed: traces are on
+
+
 class Session:
     """What ``Traces`` keys a session's spans by (the driver, in a gateway)."""
 

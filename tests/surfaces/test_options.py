@@ -137,11 +137,11 @@ def test_the_metadata_flag_loads_the_file_and_checks_its_summaries_against_the_l
         from_flags("--metadata", str(path), "--summary-chars", "39", monkeypatch=monkeypatch)
 
 
-README = (ROOT / "README.md").read_text()
+MODES_DOC = (ROOT / "docs" / "modes.md").read_text()
 
 
-def test_the_readme_documents_every_setting_and_alias_together() -> None:
-    section = README.split("## Modes", 1)[1].split("\n## ", 1)[0]
+def test_the_modes_page_documents_every_setting_and_alias_together() -> None:
+    section = MODES_DOC.split("# Modes", 1)[1].split("\n## ", 1)[0]
     for setting in SETTINGS:
         row = next((line for line in section.splitlines() if f"`{setting.env}`" in line), "")
         assert f"`{setting.flag}" in row and f"{setting.field}=" in row, setting.flag
