@@ -1,0 +1,101 @@
+"""Code mode through a real gateway: an SDK client over stdio calls ``run_code``, whose Python runs in the
+real sandbox (pydantic-monty) and calls a real server's tools through the gateway's own door (the
+policy, the audit line with ``via: run_code``); hostile code is stopped, each with a clear error, and
+the gateway goes on answering."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from ..conftest import SERVERS
+
+pytest.importorskip("pydantic_monty")
+
+TIMEOUT = 120
+PLAIN = str(SERVERS / "plain_server.py")  # add, echo, upper
+
+
+def _config(tmp_path: Path) -> Path:
+    """One plain server; the anonymous principal may use add and echo, not upper."""
+    path = tmp_path / "mcp.json"
+    servers = {"plain": {"command": sys.executable, "args": [PLAIN], "lazymcp": {"description": "Adds and echoes."}}}
+    access = {"*": {"allow": ["plain__add", "plain__echo"]}}
+    path.write_text(json.dumps({"mcpServers": servers, "lazymcp": {"access": access}}))
+    return path
+
+
+def _params(tmp_path: Path, *flags: str) -> StdioServerParameters:
+    command = ["-m", "lazymcp", "gateway", "--config", str(_config(tmp_path)), "--mode", "code", *flags]
+    command += ["--audit-file", str(tmp_path / "audit.jsonl")]
+    env = {**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    return StdioServerParameters(command=sys.executable, args=command, env=env)
+
+
+def _text(result: Any) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+@pytest.mark.anyio
+async def test_code_calls_two_tools_sees_only_granted_ones_and_gets_errors_it_can_catch(tmp_path: Path) -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with Client(_params(tmp_path), mode="legacy") as client:
+            tools = (await client.list_tools()).tools
+            assert [tool.name for tool in tools] == ["search_tools", "run_code"]
+            assert "plain (2): Adds and echoes" in (tools[1].description or "")
+            code = (
+                "total = (await plain.add(a=2, b=3))['result']\n"
+                "said = await plain.echo(text=f'sum {total}')\n"
+                "print('found', [m['name'] for m in await search('echo text')])\n"
+                "[total, said]"
+            )
+            result = await client.call_tool("run_code", {"code": code})
+            assert not result.is_error, _text(result)
+            assert "found ['plain.echo'" in _text(result)
+            assert _text(result).endswith('[5,{"result":"sum 5"}]')
+            denied = await client.call_tool("run_code", {"code": "await plain.upper(text='x')"})
+            assert denied.is_error and "upper" in _text(denied)  # the policy's denied tool is not there
+            wrong = "try:\n    await plain.add(a='x')\nexcept TypeError as e:\n    print('refused:', e)\n"
+            refused = _text(await client.call_tool("run_code", {"code": wrong}))
+            assert "refused: Invalid arguments for tool 'plain__add'" in refused
+            assert "'b' is a required property" in refused
+            shown = _text(await client.call_tool("run_code", {"code": "await describe('plain.add')"}))
+            assert "async def add(*, a: int, b: int)" in shown
+            found = _text(await client.call_tool("search_tools", {"query": "add numbers"}))
+            assert json.loads(found)["tools"][0]["python"] == "plain.add"
+    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    from_code = [line for line in lines if line["via"] == "run_code"]
+    assert [(line["tool"], line["outcome"]) for line in from_code][:2] == [("add", "ok"), ("echo", "ok")]
+
+
+HOSTILE = {
+    "while True:\n    pass": "over 2 s",
+    "x = []\nwhile True:\n    x.append('a' * 1000000)": "memory limit",
+    "def f(n):\n    return f(n + 1)\nf(0)": "recursion",
+    "for i in range(10000):\n    await plain.echo(text='x')": "more than 50 tool calls",
+    "print('x' * 10_000_000)": "memory limit",
+    "for i in range(20000):\n    print('line', i)": "output",
+    "import os\nos.getenv('HOME')": "not supported",
+    "open('/etc/passwd').read()": "PermissionError",
+}
+
+
+@pytest.mark.anyio
+async def test_hostile_code_is_stopped_with_a_clear_error_and_the_gateway_goes_on(tmp_path: Path) -> None:
+    flags = ("--code-timeout", "2", "--code-memory", "64", "--code-calls", "50", "--code-output", "1000")
+    with anyio.fail_after(TIMEOUT):
+        async with Client(_params(tmp_path, *flags), mode="legacy") as client:
+            for code, said in HOSTILE.items():
+                result = await client.call_tool("run_code", {"code": code})
+                assert result.is_error or said == "output", code
+                assert said in _text(result), (code, _text(result)[-300:])
+                assert len(_text(result)) < 5000
+                after = await client.call_tool("run_code", {"code": "await plain.add(a=1, b=1)"})
+                assert _text(after) == '{"result":2}', code
