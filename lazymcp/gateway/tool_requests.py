@@ -96,8 +96,8 @@ class ToolRequests:
 
     def code_cancelled(self, request_id: object) -> list[Action]:
         """The client cancelled a request: a running ``run_code`` of its is stopped."""
-        key = jsonrpc.id_key(request_id)
-        return [StopCode(self.running[key])] if key in self.running else []
+        stopped = self.running.pop(jsonrpc.id_key(request_id), None)  # owed no answer now
+        return [] if stopped is None else [StopCode(stopped)]
 
     def code_answered(self, request_id: object) -> bool:
         """A ``run_code`` ended: True when it was still owed an answer (not cancelled, not interrupted)."""

@@ -161,6 +161,13 @@ def describe_in_code(catalog: Catalog, name: str) -> str:
     return signature(python_name(catalog, tool_name) or tool_name, tool)
 
 
+def signatures_of(catalog: Catalog, names: list[str]) -> dict[str, Any]:
+    """``describe_tools`` in code mode: each tool asked for (by its Python or its own name) as a signature."""
+    shown = [describe_in_code(catalog, name) for name in dict.fromkeys(names)]
+    found = any(tool_of(catalog, name) is not None for name in names)
+    return text_result("\n\n".join(shown), is_error=not found)
+
+
 def with_python_names(catalog: Catalog, result: dict[str, Any]) -> dict[str, Any]:
     """A ``search_tools`` answer in code mode: each match also gives its Python name (``python``)."""
     content = result.get("content")

@@ -48,7 +48,7 @@ from lazymcp.surfaces.metacalls import (
     check_call,
     core_names,
 )
-from lazymcp.surfaces.metatools import REGISTRY, RUN_CODE, SEARCH_TOOLS
+from lazymcp.surfaces.metatools import DESCRIBE_TOOLS, REGISTRY, RUN_CODE, SEARCH_TOOLS
 from lazymcp.surfaces.options import Options
 from lazymcp.tools.metadata import Metadata, check_author_summaries
 
@@ -160,6 +160,8 @@ def call(catalog: Catalog, name: str, arguments: object, session: DynamicSession
     outcome = HANDLERS[canonical](catalog, args, session if mode == "dynamic" else None)
     if mode == "code" and canonical == SEARCH_TOOLS and isinstance(outcome, Answer):
         return Answer(codemode.with_python_names(catalog, outcome.result), outcome.changed)
+    if mode == "code" and canonical == DESCRIBE_TOOLS:  # the tools as the code calls them
+        return Answer(codemode.signatures_of(catalog, [str(name) for name in args["names"]]))
     return outcome
 
 

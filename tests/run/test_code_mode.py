@@ -14,8 +14,10 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
-from ..conftest import SERVERS
+from ..conftest import SERVERS, free_port
+from ..raw import config_of, gateway, http_gateway, mcp_url, tool_call
 
 pytest.importorskip("pydantic_monty")
 
@@ -99,3 +101,37 @@ async def test_hostile_code_is_stopped_with_a_clear_error_and_the_gateway_goes_o
                 assert len(_text(result)) < 5000
                 after = await client.call_tool("run_code", {"code": "await plain.add(a=1, b=1)"})
                 assert _text(after) == '{"result":2}', code
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_run_is_stopped_with_its_call_in_flight_and_owes_nothing(tmp_path: Path) -> None:
+    """The run's call of a tool that never answers is cancelled with it: the client gets no answer for it,
+    the next run is answered, and with nothing owed the gateway ends at once when its input does
+    (``--timeout`` is far off)."""
+    config = config_of(tmp_path, faulty=[sys.executable, str(SERVERS / "faulty_server.py")])
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, tmp_path / "cache", "--mode", "code", "--timeout", "600") as peer:
+            await peer.begin()
+            await peer.send(tool_call(5, "run_code", code="await faulty.hang()"))
+            await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}})
+            await peer.send(tool_call(6, "run_code", code="await faulty.ok(text='after')"))
+            seen = await peer.read()
+            while seen.get("id") != 6:
+                assert seen.get("id") != 5, seen
+                seen = await peer.read()
+            assert seen["result"]["content"][0]["text"] == '"after"'
+            assert peer.process.stdin is not None
+            await peer.process.stdin.aclose()
+            assert await peer.process.wait() == 0
+
+
+@pytest.mark.anyio
+async def test_an_http_session_asks_for_code_mode_in_its_url(tmp_path: Path) -> None:
+    port = free_port()
+    async with http_gateway(_config(tmp_path), tmp_path / "cache", port):
+        with anyio.fail_after(TIMEOUT):
+            async with Client(streamable_http_client(mcp_url(port) + "?mode=code"), mode="legacy") as client:
+                assert [tool.name for tool in (await client.list_tools()).tools] == ["search_tools", "run_code"]
+                code = "print(await plain.echo(text='over http'))\nlen(await search('add'))"
+                result = await client.call_tool("run_code", {"code": code})
+                assert _text(result) == "{'result': 'over http'}\n1", _text(result)

@@ -45,3 +45,17 @@ def test_a_schema_becomes_a_signature_with_types_defaults_and_fields() -> None:
     assert "size: int | None = None, owner: dict | None = None) -> Any:" in text
     assert "name: Its name." in text and "id: int" in text and "await things.make(...)" in text
     assert [identifier(n) for n in ("a-b", "1x", "class")] == ["a_b", "_1x", "class_"]
+
+
+def test_describe_tools_in_code_mode_answers_signatures_and_search_gives_python_names() -> None:
+    catalog = Catalog.build(shared_catalog("combined"), Options(mode="code"))
+    answer = modes.call(catalog, "describe_tools", {"names": ["github.create_issue", "nope"]}, None)
+    assert isinstance(answer, modes.Answer)
+    text = answer.result["content"][0]["text"]
+    assert "async def create_issue(*, owner: str, repo: str, title: str" in text and "No tool 'nope'" in text
+    found = modes.call(catalog, "search_tools", {"query": "create a github issue"}, None)
+    assert isinstance(found, modes.Answer)
+    matches = json.loads(found.result["content"][0]["text"])["tools"]
+    assert all(match["python"] == codemode.python_name(catalog, match["name"]) for match in matches)
+    code = modes.call(catalog, "run_code", {"code": "1 + 1"}, None)
+    assert isinstance(code, codemode.Code) and code.source == "1 + 1" and code.result.get("isError")
