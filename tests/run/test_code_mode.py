@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from ..conftest import SERVERS, free_port
-from ..raw import config_of, gateway, http_gateway, mcp_url, tool_call
+from ..raw import children, config_of, gateway, http_gateway, mcp_url, request, tool_call
 
 pytest.importorskip("pydantic_monty")
 
@@ -135,3 +136,50 @@ async def test_an_http_session_asks_for_code_mode_in_its_url(tmp_path: Path) -> 
                 code = "print(await plain.echo(text='over http'))\nlen(await search('add'))"
                 result = await client.call_tool("run_code", {"code": code})
                 assert _text(result) == "{'result': 'over http'}\n1", _text(result)
+
+
+def _workers(pid: int) -> list[int]:
+    """The sandbox's worker processes among ``pid``'s children."""
+    found: list[int] = []
+    for child in children(pid):
+        try:
+            if b"monty" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(child)
+        except OSError:
+            continue
+    return found
+
+
+RATE_LIMITED = """limited = 0
+for i in range(10):
+    try:
+        await plain.add(a=1, b=i)
+    except ToolError as e:
+        limited += 'Rate limit' in str(e)
+limited
+"""
+
+
+@pytest.mark.anyio
+async def test_a_crashed_worker_is_an_error_and_calls_from_code_meet_the_rate_limit(tmp_path: Path) -> None:
+    config = config_of(tmp_path, plain=[sys.executable, PLAIN])
+    flags = ("--mode", "code", "--code-timeout", "120", "--rate-limit", "8/min")
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, tmp_path / "cache", *flags) as peer:
+            await peer.begin()
+            await peer.send(tool_call(2, "run_code", code="1"))
+            assert (await peer.answer(2))["result"]["content"][0]["text"] == "1"
+            await peer.send(tool_call(3, "run_code", code="while True:\n    pass"))
+            await peer.send(request(30, "ping"), tool_call(31, "search_tools", query="add"))
+            assert "result" in await peer.answer(31)  # answered while the code spins
+            crashed: dict[str, Any] | None = None
+            while crashed is None:  # the worker that runs it is killed (and any the pool starts meanwhile)
+                for worker in _workers(peer.process.pid):
+                    os.kill(worker, signal.SIGKILL)
+                with anyio.move_on_after(1):
+                    crashed = await peer.answer(3)
+            assert crashed["result"]["isError"] and "crashed" in crashed["result"]["content"][0]["text"]
+            await peer.send(tool_call(4, "run_code", code="1 + 1"))
+            assert (await peer.answer(4))["result"]["content"][0]["text"] == "2"
+            await peer.send(tool_call(5, "run_code", code=RATE_LIMITED))
+            assert int((await peer.answer(5))["result"]["content"][0]["text"]) >= 1
