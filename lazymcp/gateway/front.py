@@ -303,9 +303,11 @@ class Gateway:
         called = self.tool_requests.answered(frame, now)
         return [self._answer(frame)] if called is None else [self._answer(frame), called]
 
-    def code_result(self, request_id: RequestId, result: dict[str, Any]) -> list[Action]:
-        """A ``run_code``'s answer (``lazymcp.run.sandbox``), when it is still owed."""
-        return [self._answer(_result(request_id, result))] if self.tool_requests.code_answered(request_id) else []
+    def code_result(self, request_id: RequestId, result: dict[str, Any], now: float) -> list[Action]:
+        """A ``run_code``'s answer (``lazymcp.run.sandbox``), when it is still owed, and its report."""
+        answer = _result(request_id, result)
+        reported = self.tool_requests.code_answered(request_id, answer, now)
+        return [] if reported is None else [self._answer(answer), *reported]
 
     def _answer(self, frame: Frame) -> ToClient:
         """The one door of answers to the client (a 2026 client's get their envelope here)."""

@@ -91,17 +91,22 @@ class ToolRequests:
     """Report each answered ``tools/call`` (``Called``: the audit line, the metrics)."""
     _started: dict[tuple[str, object], tuple[str, Called, float]] = field(init=False, default_factory=lambda: {})
     """Watched calls sent to their servers, by id: (server, what to report, when)."""
-    running: dict[tuple[str, object], object] = field(init=False, default_factory=lambda: {})
-    """The client's ``run_code`` calls running, by id key: their ids."""
+    running: dict[tuple[str, object], tuple[object, Called, float]] = field(init=False, default_factory=lambda: {})
+    """The client's ``run_code`` calls running, by id key: their ids, their reports, when they began."""
 
     def code_cancelled(self, request_id: object) -> list[Action]:
         """The client cancelled a request: a running ``run_code`` of its is stopped."""
         stopped = self.running.pop(jsonrpc.id_key(request_id), None)  # owed no answer now
-        return [] if stopped is None else [StopCode(stopped)]
+        return [] if stopped is None else [StopCode(stopped[0])]
 
-    def code_answered(self, request_id: object) -> bool:
-        """A ``run_code`` ended: True when it was still owed an answer (not cancelled, not interrupted)."""
-        return self.running.pop(jsonrpc.id_key(request_id), None) is not None
+    def code_answered(self, request_id: object, answer: Frame, now: float) -> list[Action] | None:
+        """A ``run_code`` ended with ``answer``: None when it is owed none (cancelled, interrupted), else
+        its report when watched."""
+        running = self.running.pop(jsonrpc.id_key(request_id), None)
+        if running is None:
+            return None
+        _, called, began = running
+        return [replace(called, outcome=outcome_of(answer), seconds=now - began)] if self.observe else []
 
     def request(self, frame: Frame, now: float) -> list[Action]:
         """A ``tools/*`` request: held while the servers' first lists are awaited, else answered."""
@@ -132,7 +137,7 @@ class ToolRequests:
         """The session ends now: every waiting request gets an error naming ``reason``."""
         waiting, self.session.waiting = self.session.waiting, []
         text = f"The gateway stopped: {reason}"
-        running, self.running = list(self.running.values()), {}
+        running, self.running = [entry[0] for entry in self.running.values()], {}
         ids = [frame.message["id"] for frame in waiting] + running
         return [_error(request_id, ErrorCode.UPSTREAM_ERROR, text) for request_id in ids]
 
@@ -240,7 +245,7 @@ class ToolRequests:
         if isinstance(outcome, Code):
             if isinstance(request_id, str) and request_id.startswith(CODE_CALL):  # no run_code from a run's code
                 return [ToClient(Frame({"jsonrpc": "2.0", "id": request_id, "result": outcome.result}))]
-            self.running[jsonrpc.id_key(request_id)] = request_id
+            self.running[jsonrpc.id_key(request_id)] = (request_id, self._report(frame, None, "run_code", "ok"), now)
             return [RunCode(request_id, outcome.source)]
         if isinstance(outcome, Answer):
             answer = Frame({"jsonrpc": "2.0", "id": request_id, "result": outcome.result})

@@ -84,7 +84,7 @@ class CodeRuns:
             self.driver.say(f"internal error in run_code: {exc!r}")
             result = {"content": [{"type": "text", "text": "internal error in run_code"}], "isError": True}
         if not self.driver.done.done():
-            self.driver.apply(lambda now: core.code_result(cast(jsonrpc.RequestId, action.request_id), result))
+            self.driver.apply(lambda now: core.code_result(cast(jsonrpc.RequestId, action.request_id), result, now))
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """One tool call of the code, as the client's call: its ``CallToolResult``, or an error result."""

@@ -76,6 +76,8 @@ async def test_code_calls_two_tools_sees_only_granted_ones_and_gets_errors_it_ca
     lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     from_code = [line for line in lines if line["via"] == "run_code"]
     assert [(line["tool"], line["outcome"]) for line in from_code][:2] == [("add", "ok"), ("echo", "ok")]
+    runs = [(line["tool"], line["server"], line["outcome"]) for line in lines if line["via"] == "direct"]
+    assert runs[:2] == [("run_code", None, "ok"), ("run_code", None, "tool_error")]  # the runs themselves
 
 
 HOSTILE = {
