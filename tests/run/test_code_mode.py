@@ -26,17 +26,20 @@ TIMEOUT = 120
 PLAIN = str(SERVERS / "plain_server.py")  # add, echo, upper
 
 
-def _config(tmp_path: Path) -> Path:
-    """One plain server; the anonymous principal may use add and echo, not upper."""
+def _config(tmp_path: Path, **more: str) -> Path:
+    """One plain server; the anonymous principal may use add and echo, not upper (``more``: in the
+    configuration's ``lazymcp`` block)."""
     path = tmp_path / "mcp.json"
     servers = {"plain": {"command": sys.executable, "args": [PLAIN], "lazymcp": {"description": "Adds and echoes."}}}
     access = {"*": {"allow": ["plain__add", "plain__echo"]}}
-    path.write_text(json.dumps({"mcpServers": servers, "lazymcp": {"access": access}}))
+    path.write_text(json.dumps({"mcpServers": servers, "lazymcp": {"access": access, **more}}))
     return path
 
 
 def _params(tmp_path: Path, *flags: str) -> StdioServerParameters:
-    command = ["-m", "lazymcp", "gateway", "--config", str(_config(tmp_path)), "--mode", "code", *flags]
+    """The gateway in code mode: by ``--mode`` among ``flags``, else by its configuration."""
+    config = _config(tmp_path) if "--mode" in flags else _config(tmp_path, mode="code")
+    command = ["-m", "lazymcp", "gateway", "--config", str(config), *flags]
     command += ["--audit-file", str(tmp_path / "audit.jsonl")]
     env = {**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
     return StdioServerParameters(command=sys.executable, args=command, env=env)
@@ -94,7 +97,18 @@ HOSTILE = {
 
 @pytest.mark.anyio
 async def test_hostile_code_is_stopped_with_a_clear_error_and_the_gateway_goes_on(tmp_path: Path) -> None:
-    flags = ("--code-timeout", "2", "--code-memory", "64", "--code-calls", "50", "--code-output", "1000")
+    flags = (
+        "--mode",
+        "code",
+        "--code-timeout",
+        "2",
+        "--code-memory",
+        "64",
+        "--code-calls",
+        "50",
+        "--code-output",
+        "1000",
+    )
     with anyio.fail_after(TIMEOUT):
         async with Client(_params(tmp_path, *flags), mode="legacy") as client:
             for code, said in HOSTILE.items():
