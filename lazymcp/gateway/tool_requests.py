@@ -246,6 +246,8 @@ class ToolRequests:
             if isinstance(request_id, str) and request_id.startswith(CODE_CALL):  # no run_code from a run's code
                 return [ToClient(Frame({"jsonrpc": "2.0", "id": request_id, "result": outcome.result}))]
             self.running[jsonrpc.id_key(request_id)] = (request_id, self._report(frame, None, "run_code", "ok"), now)
+            if modern:  # its answer is enveloped on the way out, as a server's is
+                self.session.sent_on(request_id, "tools/call")
             return [RunCode(request_id, outcome.source)]
         if isinstance(outcome, Answer):
             answer = Frame({"jsonrpc": "2.0", "id": request_id, "result": outcome.result})

@@ -18,7 +18,18 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from ..conftest import SERVERS, free_port
-from ..raw import children, config_of, gateway, http_gateway, mcp_url, request, tool_call
+from ..raw import (
+    MODERN_HEADERS,
+    children,
+    config_of,
+    gateway,
+    http_gateway,
+    mcp_url,
+    modern_call,
+    post,
+    request,
+    tool_call,
+)
 
 pytest.importorskip("pydantic_monty")
 
@@ -152,6 +163,19 @@ async def test_an_http_session_asks_for_code_mode_in_its_url(tmp_path: Path) -> 
                 code = "print(await plain.echo(text='over http'))\nlen(await search('add'))"
                 result = await client.call_tool("run_code", {"code": code})
                 assert _text(result) == "{'result': 'over http'}\n1", _text(result)
+
+
+@pytest.mark.anyio
+async def test_a_2026_request_gets_its_run_answered_in_the_envelope_of_its_era(tmp_path: Path) -> None:
+    port = free_port()
+    async with http_gateway(_config(tmp_path, mode="code"), tmp_path / "cache", port):
+        with anyio.fail_after(TIMEOUT):
+            status, answer = await post(
+                port, modern_call("m-1", "run_code", code="await plain.add(a=1, b=2)"), MODERN_HEADERS
+            )
+    assert status == 200 and answer is not None, answer
+    assert answer["result"]["content"][0]["text"] == '{"result":3}'
+    assert answer["result"]["resultType"] == "complete"
 
 
 def _workers(pid: int) -> list[int]:
