@@ -109,7 +109,7 @@ def run_code_definition(catalog: Catalog, name: str) -> Tool:
     """``run_code`` as ``catalog`` lists it: the servers, and how to find their tools from the code."""
     servers = "; ".join(_servers(catalog)) or "none"
     description = (
-        "Run Python (a safe subset: no files, network or imports but json, re, math...) that calls tools as "
+        "Run Python (a subset: no files, network or environment; json, re, math, datetime import) that calls tools as "
         "async functions: `r = await server.tool(arg=...)`. Returns what the code prints and its last "
         "expression's value. In the code, `await search('what it should do')` lists matching tools' Python "
         "names and `await describe('server.tool')` shows its signature. A tool's structured result or JSON "
