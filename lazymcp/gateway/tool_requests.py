@@ -17,6 +17,7 @@ reported as the tool it names (``via``). A name neither in the catalog nor a met
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -91,6 +92,8 @@ class ToolRequests:
     """Report each answered ``tools/call`` (``Called``: the audit line, the metrics)."""
     _started: dict[tuple[str, object], tuple[str, Called, float]] = field(init=False, default_factory=lambda: {})
     """Watched calls sent to their servers, by id: (server, what to report, when)."""
+    code_prefix: str = field(init=False, default_factory=lambda: f"{CODE_CALL}{secrets.token_hex(6)}:")
+    """How the ids of this session's calls from ``run_code`` begin (a client cannot guess it)."""
     running: dict[tuple[str, object], tuple[object, Called, float]] = field(init=False, default_factory=lambda: {})
     """The client's ``run_code`` calls running, by id key: their ids, their reports, when they began."""
 
@@ -177,7 +180,7 @@ class ToolRequests:
         name = frame.params.get("name")
         if isinstance(name, str) and self.merged.catalog.canonical_meta_name(name) == INVOKE_TOOL:
             via = "invoke_tool"
-        elif isinstance(frame.id, str) and frame.id.startswith(CODE_CALL):
+        elif isinstance(frame.id, str) and frame.id.startswith(self.code_prefix):
             via = "run_code"
         return Called(
             self.principal.key,
@@ -243,7 +246,7 @@ class ToolRequests:
         except LazyMCPError as exc:
             return [_error(request_id, exc.code, exc.message, exc.data)]
         if isinstance(outcome, Code):
-            if isinstance(request_id, str) and request_id.startswith(CODE_CALL):  # no run_code from a run's code
+            if isinstance(request_id, str) and request_id.startswith(self.code_prefix):  # no run_code in a run
                 return [ToClient(Frame({"jsonrpc": "2.0", "id": request_id, "result": outcome.result}))]
             self.running[jsonrpc.id_key(request_id)] = (request_id, self._report(frame, None, "run_code", "ok"), now)
             if modern:  # its answer is enveloped on the way out, as a server's is

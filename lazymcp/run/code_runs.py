@@ -2,20 +2,20 @@
 
 The core decides a ``run_code`` call is to run (``RunCode``); this runs it (``lazymcp.run.sandbox``) and
 hands the core its answer. Each tool call the code makes is fed to the core as a call of the client's,
-under an id beginning ``CODE_CALL``, so it meets every rule a direct call meets (the policy, the rate
-limits, the audit line with ``via: run_code``, the metrics, a server's lazy start); its answer comes
-back here instead of to the client. A cancelled run cancels its calls in flight at their servers.
+under an id beginning with its session's ``ToolRequests.code_prefix`` (a client cannot guess it), so it
+meets every rule a direct call meets (the policy, the rate limits, the audit line with ``via: run_code``,
+the metrics, a server's lazy start); its answer comes back here instead of to the client. A cancelled
+run cancels its calls in flight at their servers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from lazymcp.core.actions import CODE_CALL, Action, Core, RunCode, StopCode
+from lazymcp.core.actions import Action, Core, RunCode, StopCode
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.protocol.limits import DEFAULT_TIMEOUT
@@ -46,7 +46,7 @@ class CodeRuns:
     def __init__(self, driver: Driving, sandbox: Sandbox | None = None) -> None:
         self.driver = driver
         self.sandbox = sandbox
-        self._prefix = f"{CODE_CALL}{secrets.token_hex(6)}:"
+        self._prefix: str | None = None  # this session's own, once a run starts (``ToolRequests.code_prefix``)
         self._numbers = itertools.count(1)
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._runs: dict[tuple[str, object], asyncio.Task[None]] = {}
@@ -54,7 +54,10 @@ class CodeRuns:
     def takes(self, frame: Frame) -> bool:
         """Is ``frame`` the answer to a call of a run's code? Then it is that call's, not the client's."""
         request_id = frame.id
-        if "method" in frame.message or not isinstance(request_id, str) or not request_id.startswith(self._prefix):
+        prefix = self._prefix
+        if prefix is None or "method" in frame.message or not isinstance(request_id, str):
+            return False
+        if not request_id.startswith(prefix):
             return False
         waiting = self._waiting.pop(request_id, None)
         if waiting is not None and not waiting.done():
@@ -68,6 +71,7 @@ class CodeRuns:
             if task is not None:
                 task.cancel()
             return
+        self._prefix = cast("Gateway", self.driver.core).tool_requests.code_prefix
         task = self.driver.loop.create_task(self._run(action))
         self._runs[key] = task
         self.driver.tasks.add(task)
