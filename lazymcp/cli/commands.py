@@ -191,7 +191,9 @@ def proxy(args: argparse.Namespace, command: list[str]) -> int:
 def gateway(args: argparse.Namespace) -> int:
     """``lazymcp gateway``: every server of a configuration behind one lazy endpoint."""
     from lazymcp.run.gateway import run_gateway
+    from lazymcp.run.sandbox import CodeLimits, configure
 
+    configure(CodeLimits(args.code_timeout, args.code_memory, args.code_calls, args.code_output))
     options = options_of(args)
     mode = args.gateway_mode
     if mode is None and os.environ.get("LAZYMCP_MODE"):

@@ -16,6 +16,7 @@ from lazymcp.protocol.errors import ConfigError
 from lazymcp.protocol.limits import FIRST_LIST_WAIT
 from lazymcp.protocol.messages import MODES
 from lazymcp.run.notices import LEVELS
+from lazymcp.run.sandbox import CodeLimits
 from lazymcp.surfaces.options import SETTINGS, Setting
 
 GATEWAY_MODES = ("auto", *MODES)
@@ -183,6 +184,20 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_code_options(parser: argparse.ArgumentParser) -> None:
+    """Code mode's bounds on one run_code (docs/code-mode.md)."""
+    given = CodeLimits()
+    for flag, kind, default, what in (
+        ("--code-timeout", float, given.seconds, "SECONDS: a run's wall time, its tool calls included"),
+        ("--code-memory", positive, given.memory_mb, "MB: the sandbox's heap"),
+        ("--code-calls", positive, given.calls, "tool calls one run may make"),
+        ("--code-output", positive, given.output_chars, "characters of a run's answer (what it printed, its value)"),
+    ):
+        unit, _, text = what.rpartition(": ")
+        hint = f"code mode: {text} ({default})"
+        parser.add_argument(flag, type=kind, default=default, metavar=unit or "N", help=hint)
+
+
 def _common() -> argparse.ArgumentParser:
     """The flags every subcommand takes."""
     common = argparse.ArgumentParser(add_help=False)
@@ -299,6 +314,7 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
         " the log level",
     )
     add_session_options(gateway)
+    add_code_options(gateway)
     add_cluster_options(gateway)
     add_listing_options(gateway, skip=("mode",))
 

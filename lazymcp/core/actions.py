@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from lazymcp.protocol.jsonrpc import Frame
 
@@ -143,8 +143,27 @@ class Called:
 CLIENT_INFO_CHARS = 100
 """Characters kept of a client's name and of its version in ``Called.client``."""
 
+CODE_CALL: Final = "lazymcp-code:"
+"""How the ids of the tool calls a ``run_code`` makes begin (each is fed to the core as a client's call)."""
 
-Action = ToClient | ToServer | Start | Stop | Save | Say | Fail | Ready | Called
+
+@dataclass(frozen=True, slots=True)
+class RunCode:
+    """Run ``source`` in code mode's sandbox and answer the client's ``request_id`` with what it gave;
+    its tool calls come back to the core as calls of the client's, ids beginning ``CODE_CALL``."""
+
+    request_id: object
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class StopCode:
+    """The client cancelled its ``run_code`` ``request_id``: stop it, and its calls in flight."""
+
+    request_id: object
+
+
+Action = ToClient | ToServer | Start | Stop | Save | Say | Fail | Ready | Called | RunCode | StopCode
 
 
 class Core(Protocol):

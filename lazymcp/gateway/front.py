@@ -144,7 +144,9 @@ class Gateway:
     @property
     def owed(self) -> int:
         """Client requests not answered yet."""
-        return len(self.session.waiting) + self.servers.owed + len(self.session.relist)
+        return (
+            len(self.session.waiting) + self.servers.owed + len(self.session.relist) + len(self.tool_requests.running)
+        )
 
     # --- start-up -------------------------------------------------------------------------------------
 
@@ -181,7 +183,9 @@ class Gateway:
         if "method" not in message:  # the client's answer to a server's request
             return self._happened(self.relay.answer(frame, now), now)
         if "id" not in message:
-            return self._happened(self.relay.notification(frame), now)
+            cancels = frame.method == "notifications/cancelled"
+            stop = self.tool_requests.code_cancelled(frame.params.get("requestId")) if cancels else []
+            return stop or self._happened(self.relay.notification(frame), now)
         refused = jsonrpc.request_refusal(frame)
         if refused is not None:
             return [ToClient(refused)]
@@ -298,6 +302,12 @@ class Gateway:
             return self._part(server, frame)
         called = self.tool_requests.answered(frame, now)
         return [self._answer(frame)] if called is None else [self._answer(frame), called]
+
+    def code_result(self, request_id: RequestId, result: dict[str, Any], now: float) -> list[Action]:
+        """A ``run_code``'s answer (``lazymcp.run.sandbox``), when it is still owed, and its report."""
+        answer = _result(request_id, result)
+        reported = self.tool_requests.code_answered(request_id, answer, now)
+        return [] if reported is None else [self._answer(answer), *reported]
 
     def _answer(self, frame: Frame) -> ToClient:
         """The one door of answers to the client (a 2026 client's get their envelope here)."""

@@ -20,6 +20,7 @@ from lazymcp.gateway.namespace import Namespace
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.messages import DESCRIBE, DESCRIBE_BATCH, Mode, Tool
 from lazymcp.surfaces.catalog import Catalog
+from lazymcp.surfaces.codemode import Code
 from lazymcp.surfaces.metacalls import unknown_tool
 from lazymcp.surfaces.metatools import DESCRIBE_TOOLS
 from lazymcp.surfaces.methods import Answer, Caller, Run, dispatch, enveloped
@@ -246,6 +247,8 @@ class Merged:
             LazyMCPError: the request is malformed.
         """
         outcome = dispatch(method, self.catalog, params, caller)
+        if isinstance(outcome, Code):  # run_code: the driver runs it (lazymcp.run.sandbox)
+            return outcome
         if isinstance(outcome, Answer):
             result = outcome.result
             name = jsonrpc.field(params, "name")

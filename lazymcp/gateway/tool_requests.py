@@ -17,13 +17,14 @@ reported as the tool it names (``via``). A name neither in the catalog nor a met
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from lazymcp.access.policy import ANONYMOUS, Principal
 from lazymcp.access.ratelimit import Limited, Limiter
-from lazymcp.core.actions import CLIENT_INFO_CHARS, Action, Called, ToClient
+from lazymcp.core.actions import CLIENT_INFO_CHARS, CODE_CALL, Action, Called, RunCode, StopCode, ToClient
 from lazymcp.core.session import ClientSession
 from lazymcp.gateway.merged import Merged
 from lazymcp.gateway.namespace import MAX_TOOL_NAME
@@ -32,6 +33,7 @@ from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.bridge import CLIENT_INFO_KEY, Envelope
 from lazymcp.protocol.errors import ErrorCode, LazyMCPError
 from lazymcp.protocol.jsonrpc import Frame, RequestId
+from lazymcp.surfaces.codemode import Code
 from lazymcp.surfaces.metatools import BY_NAME, INVOKE_TOOL
 from lazymcp.surfaces.methods import Answer
 
@@ -90,6 +92,24 @@ class ToolRequests:
     """Report each answered ``tools/call`` (``Called``: the audit line, the metrics)."""
     _started: dict[tuple[str, object], tuple[str, Called, float]] = field(init=False, default_factory=lambda: {})
     """Watched calls sent to their servers, by id: (server, what to report, when)."""
+    code_prefix: str = field(init=False, default_factory=lambda: f"{CODE_CALL}{secrets.token_hex(6)}:")
+    """How the ids of this session's calls from ``run_code`` begin (a client cannot guess it)."""
+    running: dict[tuple[str, object], tuple[object, Called, float]] = field(init=False, default_factory=lambda: {})
+    """The client's ``run_code`` calls running, by id key: their ids, their reports, when they began."""
+
+    def code_cancelled(self, request_id: object) -> list[Action]:
+        """The client cancelled a request: a running ``run_code`` of its is stopped."""
+        stopped = self.running.pop(jsonrpc.id_key(request_id), None)  # owed no answer now
+        return [] if stopped is None else [StopCode(stopped[0])]
+
+    def code_answered(self, request_id: object, answer: Frame, now: float) -> list[Action] | None:
+        """A ``run_code`` ended with ``answer``: None when it is owed none (cancelled, interrupted), else
+        its report when watched."""
+        running = self.running.pop(jsonrpc.id_key(request_id), None)
+        if running is None:
+            return None
+        _, called, began = running
+        return [replace(called, outcome=outcome_of(answer), seconds=now - began)] if self.observe else []
 
     def request(self, frame: Frame, now: float) -> list[Action]:
         """A ``tools/*`` request: held while the servers' first lists are awaited, else answered."""
@@ -120,7 +140,9 @@ class ToolRequests:
         """The session ends now: every waiting request gets an error naming ``reason``."""
         waiting, self.session.waiting = self.session.waiting, []
         text = f"The gateway stopped: {reason}"
-        return [_error(frame.message["id"], ErrorCode.UPSTREAM_ERROR, text) for frame in waiting]
+        running, self.running = [entry[0] for entry in self.running.values()], {}
+        ids = [frame.message["id"] for frame in waiting] + running
+        return [_error(request_id, ErrorCode.UPSTREAM_ERROR, text) for request_id in ids]
 
     def answer(self, frame: Frame, now: float) -> list[Action]:
         """A request through the one door: answered here, or a call for its server (a call answered here
@@ -158,6 +180,8 @@ class ToolRequests:
         name = frame.params.get("name")
         if isinstance(name, str) and self.merged.catalog.canonical_meta_name(name) == INVOKE_TOOL:
             via = "invoke_tool"
+        elif isinstance(frame.id, str) and frame.id.startswith(self.code_prefix):
+            via = "run_code"
         return Called(
             self.principal.key,
             server,
@@ -221,6 +245,13 @@ class ToolRequests:
             )
         except LazyMCPError as exc:
             return [_error(request_id, exc.code, exc.message, exc.data)]
+        if isinstance(outcome, Code):
+            if isinstance(request_id, str) and request_id.startswith(self.code_prefix):  # no run_code in a run
+                return [ToClient(Frame({"jsonrpc": "2.0", "id": request_id, "result": outcome.result}))]
+            self.running[jsonrpc.id_key(request_id)] = (request_id, self._report(frame, None, "run_code", "ok"), now)
+            if modern:  # its answer is enveloped on the way out, as a server's is
+                self.session.sent_on(request_id, "tools/call")
+            return [RunCode(request_id, outcome.source)]
         if isinstance(outcome, Answer):
             answer = Frame({"jsonrpc": "2.0", "id": request_id, "result": outcome.result})
             if outcome.changed:  # tell the client, and answer once it has listed again (core/relist.py)

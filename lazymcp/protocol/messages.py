@@ -34,9 +34,9 @@ StockDefault = Literal["lazy", "eager"]
 Shape = Literal["full", "bare", "stock"]
 """What a listing holds: the server's own tools, bare stubs (declaring client), or valid-MCP stubs (stock client)."""
 
-Mode = Literal["describe", "dynamic", "proxy", "core", "eager"]
+Mode = Literal["describe", "dynamic", "proxy", "core", "eager", "code"]
 """How a stock client's default ``tools/list`` is served (spec/lazy-tools.md §17)."""
-MODES: Final[tuple[Mode, ...]] = ("describe", "dynamic", "proxy", "core", "eager")
+MODES: Final[tuple[Mode, ...]] = ("describe", "dynamic", "proxy", "core", "eager", "code")
 
 Tool = dict[str, Any]
 """A tool exactly as the server publishes it. lazymcp relays tools; it never repairs them."""

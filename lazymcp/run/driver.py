@@ -19,12 +19,27 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lazymcp.core.actions import Action, Called, Core, Fail, Ready, Save, Say, Start, Stop, ToClient, ToServer
+from lazymcp.core.actions import (
+    Action,
+    Called,
+    Core,
+    Fail,
+    Ready,
+    RunCode,
+    Save,
+    Say,
+    Start,
+    Stop,
+    StopCode,
+    ToClient,
+    ToServer,
+)
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.errors import ErrorCode, UpstreamError
 from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.protocol.limits import EXPIRE_EVERY, MAX_UNANSWERED, SERVER_INPUT
 from lazymcp.run import observe
+from lazymcp.run.code_runs import CodeRuns
 from lazymcp.run.connections import Connection, connect
 from lazymcp.run.notices import proxy_catalog_in, say
 
@@ -80,6 +95,8 @@ class Driver:
         """What a front adds to a call's report before it is seen (the session, the client's address and id)."""
         self.said: set[str] | None = None
         """When a set: what was reported, each said once (a refresh, which asks a failing server twice)."""
+        self.code = CodeRuns(self)
+        """Its ``run_code`` calls (code mode)."""
 
     def say(self, text: str, level: int = logging.WARNING) -> None:
         """Report on stderr, named after what runs."""
@@ -173,7 +190,8 @@ class Driver:
             actions = observe.tracing.outgoing(self, actions)
         for action in actions:
             if isinstance(action, ToClient):
-                self.to_client(action.frame)
+                if not self.code.takes(action.frame):  # a run's tool call answered: the run's, not the client's
+                    self.to_client(action.frame)
             elif isinstance(action, ToServer):
                 connection = self.connections.get(action.server)
                 if connection is not None:
@@ -197,6 +215,8 @@ class Driver:
                 self._save(action)
             elif isinstance(action, Ready):
                 proxy_catalog_in(action.catalog)  # the start-up line, once per process
+            elif isinstance(action, (RunCode, StopCode)):
+                self.code.carry_out(action)
             elif isinstance(action, Called):
                 observe.called(action if self.on_called is None else self.on_called(action))
             elif isinstance(action, Fail):  # pyright: ignore[reportUnnecessaryIsInstance]

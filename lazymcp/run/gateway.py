@@ -101,9 +101,10 @@ def build_gateway(
     try:
         mode = launch.mode or config.mode or "auto"
         hosts = tuple((host, cast(Mode, chosen)) for host, chosen in config.hosts) + launch.options.hosts
+        options = launch.options if launch.mode or mode == "auto" else replace(launch.options, mode=cast(Mode, mode))
         return Gateway(
             config.enabled,
-            replace(launch.options, by_host=mode == "auto", hosts=hosts),
+            replace(options, by_host=mode == "auto", hosts=hosts),
             manifests,
             separator=config.separator,
             timeout=launch.limits.timeout,

@@ -28,6 +28,7 @@ SEARCH_TOOLS: Final = "search_tools"
 DESCRIBE_TOOLS: Final = "describe_tools"
 INVOKE_TOOL: Final = "invoke_tool"
 MANAGE_TOOLS: Final = "manage_tools"
+RUN_CODE: Final = "run_code"
 
 MAX_SUGGESTED = 10
 """Unknown names in one ``describe_tools`` call that get suggestions."""
@@ -224,6 +225,21 @@ def list_tool_categories_definition(name: str) -> Tool:
     }
 
 
+def run_code_generic(name: str) -> Tool:
+    """``run_code`` without a catalog at hand; a ``code`` listing carries its catalog's own
+    (``lazymcp.surfaces.codemode.run_code_definition``, which names the servers)."""
+    return {
+        "name": name,
+        "description": "Run Python that calls tools as async functions; find them with search_tools.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "minLength": 1, "description": "Python source."}},
+            "required": ["code"],
+            "additionalProperties": False,
+        },
+    }
+
+
 # --- the registry ----------------------------------------------------------------------------------
 
 
@@ -241,6 +257,8 @@ EVERY_MODE: Final[frozenset[Mode]] = frozenset(MODES)
 SURFACE: Final[frozenset[Mode]] = frozenset({"proxy", "core"})
 """The modes that list the stable surface (§17.4) instead of the tools."""
 DYNAMIC: Final[frozenset[Mode]] = frozenset({"dynamic"})
+CODE: Final[frozenset[Mode]] = frozenset({"code"})
+"""The mode that lists ``search_tools`` and ``run_code`` (``lazymcp.surfaces.codemode``)."""
 STUBS: Final[frozenset[Mode]] = frozenset({"describe"})
 """The mode that lists stock stubs, behind ``describe_tools``."""
 
@@ -274,7 +292,7 @@ REGISTRY: Final[tuple[MetaTool, ...]] = (
     MetaTool(
         SEARCH_TOOLS,
         lambda name, sizes, mode: search_tools_definition(name, sizes.search_top_k, enables=mode == "dynamic"),
-        SURFACE | DYNAMIC,
+        SURFACE | DYNAMIC | CODE,
         EVERY_MODE,
         listable=True,
     ),
@@ -292,6 +310,7 @@ REGISTRY: Final[tuple[MetaTool, ...]] = (
         DYNAMIC,
         DYNAMIC,
     ),
+    MetaTool(RUN_CODE, lambda name, sizes, mode: run_code_generic(name), CODE, CODE),
 )
 """Every meta-tool, in listing order."""
 

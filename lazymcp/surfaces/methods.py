@@ -11,7 +11,7 @@ parameter raises ``InvalidParams`` naming the field (LT-13). No I/O and no SDK h
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, cast
 
 from lazymcp.protocol.bridge import Envelope
@@ -305,5 +305,5 @@ def enveloped(method: str, outcome: Outcome, caller: Caller) -> Outcome:
     """An answer to ``method`` as ``caller`` is sent it: enveloped for a 2026-07-28 caller (LT-15)."""
     if isinstance(outcome, Answer) and caller.envelope is not None:
         result = caller.envelope.stamp(outcome.result, cacheable=method != "tools/call")
-        return Answer(result, outcome.changed)
+        return replace(outcome, result=result)  # a subclass (code mode's ``Code``) stays itself
     return outcome

@@ -18,6 +18,8 @@ real tool stays callable by its own name in every mode.
 - ``proxy``: the stable surface: ``list_tool_categories``, ``search_tools``, ``describe_tools`` and
   ``invoke_tool``; nothing else, whatever the catalog holds.
 - ``core``: that surface plus the core tools, in full.
+- ``code``: ``search_tools`` (each match with its Python name) and ``run_code``, whose description names
+  the servers: the model calls the tools from Python it writes (``lazymcp.surfaces.codemode``).
 
 These are the shaping functions ``lazymcp.surfaces.methods`` calls; a call comes back as ``Answer`` (made
 here), ``Run`` (run this real tool with these arguments: ``invoke_tool``) or ``Forward`` (the server's
@@ -32,6 +34,7 @@ from typing import Any, cast
 from lazymcp.protocol.errors import CatalogError
 from lazymcp.protocol.messages import Detail, Mode, Tool
 from lazymcp.protocol.names import suggest
+from lazymcp.surfaces import codemode
 from lazymcp.surfaces.catalog import Catalog
 from lazymcp.surfaces.metacalls import (
     HANDLERS,
@@ -45,7 +48,7 @@ from lazymcp.surfaces.metacalls import (
     check_call,
     core_names,
 )
-from lazymcp.surfaces.metatools import REGISTRY
+from lazymcp.surfaces.metatools import DESCRIBE_TOOLS, REGISTRY, RUN_CODE, SEARCH_TOOLS
 from lazymcp.surfaces.options import Options
 from lazymcp.tools.metadata import Metadata, check_author_summaries
 
@@ -59,6 +62,8 @@ SURFACE = listed("proxy")
 """The ``proxy`` mode's stable surface, in listing order (also ``core``'s meta-tools)."""
 DYNAMIC = listed("dynamic")
 """What a ``dynamic`` session lists before its tools."""
+CODE = listed("code")
+"""What a ``code`` listing holds."""
 
 __all__ = ["Answer", "DynamicSession", "Forward", "Outcome", "Run", "check_call", "core_names"]
 
@@ -78,6 +83,9 @@ def _callable(catalog: Catalog, mode: Mode) -> set[str]:
 
 
 def _definition(catalog: Catalog, canonical: str, mode: Mode) -> Tool:
+    if canonical == RUN_CODE:  # names the catalog's servers
+        name = catalog.meta_names[canonical]
+        return catalog.memo("meta:run_code", lambda: codemode.run_code_definition(catalog, name))
     return catalog.meta_definition(canonical, mode)
 
 
@@ -121,7 +129,7 @@ def mode_listing(
         first = [_definition(catalog, name, mode) for name in DYNAMIC]
         return catalog.paginate([catalog.held[i] for name, i in catalog.index.items() if name in shown], cursor, first)
     core = (lambda: _core_listing(catalog)) if mode == "core" else list
-    return _page(catalog, f"surface:{mode}", core, cursor, SURFACE, mode)
+    return _page(catalog, f"surface:{mode}", core, cursor, CODE if mode == "code" else SURFACE, mode)
 
 
 def _core_listing(catalog: Catalog) -> list[Tool]:
@@ -149,7 +157,12 @@ def call(catalog: Catalog, name: str, arguments: object, session: DynamicSession
     if refused is not None:
         return Answer(refused)
     args = cast(dict[str, Any], arguments or {})
-    return HANDLERS[canonical](catalog, args, session if mode == "dynamic" else None)
+    outcome = HANDLERS[canonical](catalog, args, session if mode == "dynamic" else None)
+    if mode == "code" and canonical == SEARCH_TOOLS and isinstance(outcome, Answer):
+        return Answer(codemode.with_python_names(catalog, outcome.result), outcome.changed)
+    if mode == "code" and canonical == DESCRIBE_TOOLS:  # the tools as the code calls them
+        return Answer(codemode.signatures_of(catalog, [str(name) for name in args["names"]]))
+    return outcome
 
 
 # --- start-up ------------------------------------------------------------------------------------
