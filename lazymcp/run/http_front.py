@@ -1,6 +1,7 @@
 """The HTTP client side of the proxy and the gateway (``--http``): ``/mcp`` in front of their sessions.
 
-``/mcp`` takes one JSON-RPC message per POST and answers a request with JSON.
+``/mcp`` takes one JSON-RPC message per POST and answers a request with JSON, or with an event stream
+of its progress, then its answer (``lazymcp.run.http_answers``).
 - A 2025-11-25 client gets a session at ``initialize`` (``Mcp-Session-Id``), its own core and its own
   servers (a spawned server serves one client); what the server sends outside a response
   (notifications, its requests to the client) goes on the session's GET event stream; DELETE ends it.
@@ -45,20 +46,18 @@ from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.errors import ErrorCode, InvalidParams
 from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.protocol.limits import DropOldest, Limits
-from lazymcp.run import observe
 from lazymcp.run.driver import Driver
 from lazymcp.run.health import health_routes
+from lazymcp.run.http_answers import ANSWER_GRACE, Waiting, answered, takes_events
 from lazymcp.run.http_checks import (
     SESSION_HEADER,
     Guard,
-    disconnected,
     error_response,
     malformed,
     principal_of,
     read_body,
     refuse_non_json,
     refused,
-    retry_after,
     speaks_modern,
     with_trace_context,
 )
@@ -74,8 +73,6 @@ if TYPE_CHECKING:
 
 IDLE_SECONDS = 30 * 60
 """A 2025 client session with no request for this long is ended (clients often never send DELETE)."""
-ANSWER_GRACE = 5.0
-"""Seconds past the timeout a POST waits, so the core's own timeout answers it first."""
 
 
 class HttpFront:
@@ -338,14 +335,16 @@ class HttpFront:
         message = frame.message
         method = message["method"]
         original = message["id"]
-        loop = asyncio.get_running_loop()
+        client_token = jsonrpc.params_meta(message).get("progressToken")
+        token = client_token
         if side.remap_ids:
             key: object = side.next_id()
             message = {**message, "id": key}
             meta = jsonrpc.params_meta(message)
             if "progressToken" in meta:  # unique upstream too: another client may use the same token
                 params = cast(dict[str, object], message["params"])
-                message["params"] = {**params, "_meta": {**meta, "progressToken": f"{key}"}}
+                token = f"{key}"
+                message["params"] = {**params, "_meta": {**meta, "progressToken": token}}
             frame = Frame(message)
         else:
             key = original
@@ -353,37 +352,16 @@ class HttpFront:
                 return error_response(
                     original, 409, "Invalid request: this id is already in use by a request in flight"
                 )
-        waiter: asyncio.Future[Frame] = loop.create_future()
+        waiter: asyncio.Future[Frame] = asyncio.get_running_loop().create_future()
         side.waiting[jsonrpc.id_key(key)] = waiter
         if method == "tools/call":  # for its audit line: the client's own id and address
             side.calls[jsonrpc.id_key(key)] = (original, request.client.host if request.client else None)
         if method == "subscriptions/listen":
             side.listens[key] = DropOldest(self.limits.event_buffer, side._dropping)  # pyright: ignore[reportPrivateUsage]
+        related = side.follow(token) if token is not None and takes_events(request) else None  # before any comes
+        seconds = self.limits.wait + ANSWER_GRACE
+        waiting = Waiting(side, key, original, method, waiter, seconds, token, client_token, related)
         side.driver.from_client(frame)
         if method == "subscriptions/listen":
             return event_stream(side.listens[key], (waiter, key, original, side), side)
-        gone = asyncio.ensure_future(disconnected(request))
-        try:
-            done, _ = await asyncio.wait(
-                {waiter, gone}, timeout=self.limits.wait + ANSWER_GRACE, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            gone.cancel()
-            side.calls.pop(jsonrpc.id_key(key), None)
-        if waiter not in done:
-            reason = "the client closed its request" if gone in done else "no answer within the timeout"
-            side.cancel(key, reason)
-            waiter.cancel()
-            if gone in done:
-                return Response(status_code=499)
-            answer = Frame(jsonrpc.error_message(original, ErrorCode.REQUEST_TIMEOUT, f"Request timed out: {reason}"))
-        else:
-            answer = waiter.result().changed(id=original) if side.remap_ids else waiter.result()
-        body = jsonrpc.line_of(answer)
-        if body is None:
-            body = jsonrpc.encode(jsonrpc.error_message(original, ErrorCode.INTERNAL_ERROR, "Internal error"))
-        observe.requested(method, "error" if "error" in answer.message else "ok")
-        retry = retry_after(answer)
-        if retry is not None:  # a rate limit: the error, with the status and header HTTP clients know
-            return Response(body, 429, {**headers, "Retry-After": retry}, media_type="application/json")
-        return Response(body, media_type="application/json", headers=headers)
+        return await answered(request, waiting, headers)

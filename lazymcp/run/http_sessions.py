@@ -60,6 +60,9 @@ class HttpSession:
         self._ids = itertools.count(1)
         self.session_hash: str | None = None
         """A stable hash of its ``Mcp-Session-Id`` (``session_hash``), for the audit; None for 2026 requests."""
+        self.related: dict[tuple[str, object], DropOldest[Frame]] = {}
+        """The progress of requests answered on their own POST's event stream (``http_answers``), by the
+        progress token the core sees; any other goes to the GET stream."""
         self.calls: dict[tuple[str, object], tuple[object, str | None]] = {}
         """``tools/call`` requests waiting, by the id the core sees: the client's own id and its address."""
         self.driver.on_called = self._reported
@@ -79,8 +82,20 @@ class HttpSession:
             if waiter is not None and not waiter.done():
                 waiter.set_result(frame)
             return  # an answer nobody waits for (cancelled, timed out) has no stream to go to
+        if frame.message.get("method") == "notifications/progress" and self.related:
+            params = frame.message.get("params")
+            token = cast(dict[str, object], params).get("progressToken") if isinstance(params, dict) else None
+            related = self.related.get(jsonrpc.id_key(token))
+            if related is not None:
+                related.put(frame)
+                return
         stream = self.listens.get(jsonrpc.params_meta(frame.message).get(SUBSCRIPTION_ID_KEY))
         (stream if stream is not None else self.events).put(frame)
+
+    def follow(self, token: object) -> DropOldest[Frame]:
+        """Keep the progress on ``token`` for its request's own stream, at most ``event_buffer`` unread."""
+        related = self.related[jsonrpc.id_key(token)] = DropOldest(self.limits.event_buffer, self._dropping)
+        return related
 
     def next_id(self) -> int:
         return next(self._ids)

@@ -63,13 +63,13 @@ class Host:
 
 
 HOSTS: Final[tuple[Host, ...]] = (
-    # Claude Code before its tool search (the 2.1 line): every definition goes to the model, as with
-    # any host that does not defer, so stubs keep their savings.
+    # Claude Code before its tool search (the 2.1 line) sends the model every definition, as any host that
+    # does not defer: stubs keep their savings there, as they do for 2.1.332 with its search off below.
     Host(CLAUDE_CODE, "Claude Code", defers=False, list_changed=True, cap=None, mode=None),
-    # Claude Code 2.1.197, sample catalog (130 tools), a scripted model API, search on: eager 1,123 tokens
-    # in 2 turns (its ToolSearch, then the call); describe 1,147 in 4 (the stub loaded and found empty,
-    # describe_tools loaded and called, then the call); proxy 33 in 4 to 5. Search off: describe 5,304
-    # in 2, eager 21,535 in 1. Over stdio `tool_search` reads which of the two it is.
+    # Claude Code 2.1.332, sample catalog (130 tools), a scripted model API (tests/hosts). Search on:
+    # eager 1,355 tokens in 2 turns (its ToolSearch, then the call); describe 1,717 in 3 (describe_tools
+    # loaded and called, then the call); proxy 782 in 4. Search off: describe 5,665 in 2, eager 21,895
+    # (3.9 times as many) in 1. Over stdio `tool_search` reads which of the two it is.
     Host(
         CLAUDE_CODE,
         "Claude Code",
@@ -79,11 +79,12 @@ HOSTS: Final[tuple[Host, ...]] = (
         mode="eager",
         always_load=ALWAYS_LOAD,
         since=(2, 1),
-        why="defers definitions itself (tool search): full definitions take 2 turns, stubs 4",
+        why="defers definitions itself (tool search): full definitions take 2 turns, stubs 3",
     ),
-    # Codex CLI 0.171.0 defers every MCP tool in every mode (even proxy's four): lazymcp costs its first
-    # request 5 tokens whatever the mode; eager 2 turns (its tool_search returns the real schema),
-    # describe 3, proxy 4.
+    # Codex CLI 0.171.0 defers every MCP tool in every mode (even proxy's four): lazymcp's part of its
+    # first request is the same 32 tokens whatever the mode; eager 2 turns (its tool_search returns the
+    # real schema), describe 4 (the stub, describe_tools found by its search, describe_tools, the call),
+    # proxy 5.
     Host(
         "codex-mcp-client",
         "Codex CLI",
@@ -91,11 +92,12 @@ HOSTS: Final[tuple[Host, ...]] = (
         list_changed=None,
         cap=None,
         mode="eager",
-        why="defers every tool itself: the same 5 tokens in every mode, eager 2 turns, describe 3, proxy 4",
+        why="defers every tool itself: the same 32 tokens in every mode, eager 2 turns, describe 4, proxy 5",
     ),
-    # Gemini CLI 0.61.0 defers nothing and adds about 52 tokens to each tool's schema: describe 12,109
-    # tokens (43% of eager's 28,437) in 2 turns, proxy 633 in 3. It sends every declaration (650 tools:
-    # 668) and the Gemini API refuses more than 512, failing the whole turn in describe and eager alike.
+    # Gemini CLI 0.61.0 defers nothing, and its definitions run about 53 tokens a tool longer than Claude
+    # Code's: describe 12,599 tokens (44% of eager's 28,797) in 2 turns, eager 1, proxy 994 in 3. It sends
+    # every declaration (650 tools: 668) and the Gemini API refuses more than 512, failing the whole turn
+    # in describe and eager alike.
     Host(
         "gemini-cli-mcp-client",
         "Gemini CLI",
@@ -103,7 +105,7 @@ HOSTS: Final[tuple[Host, ...]] = (
         list_changed=True,
         cap=512,
         mode=None,
-        why="shows every definition: describe 43% of eager's tokens in the same 2 turns; 512 declarations at most",
+        why="shows every definition: describe 44% of eager's tokens for one more turn; 512 declarations at most",
     ),
     # VS Code and Copilot CLI defer tool definitions themselves (their tool search), as Claude Code and
     # Codex do, where stubs measured only extra turns; not measured here with a scripted model.

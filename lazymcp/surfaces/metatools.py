@@ -50,12 +50,14 @@ def describe_tools_definition(name: str, batch_max: int, *, unlisted: bool = Fal
 
     ``unlisted``: the variant for the ``proxy`` and ``core`` surfaces, where the tools are not listed.
     """
+    # The description says the words of the name: a host's search splits words at spaces, not at
+    # underscores (Codex's BM25 reads ``describe_tools`` as one word), so "describe tools" finds it.
     description = (
-        "Get the full definitions (input schema, description, examples, related tools) of tools found with "
-        "search_tools. Call it before invoke_tool, so the arguments fit."
+        "Describe tools found with search_tools: their full definitions (input schema, description, examples, "
+        "related tools). Call it before invoke_tool, so the arguments fit."
         if unlisted
-        else "Get the full definition (input schema and description) of tools listed here only by name "
-        "and summary. Call it with the names you need before calling them."
+        else "Describe tools listed here only by name and summary: their full definitions (input schema and "
+        "description). Call it with the names you need before calling them."
     )
     return {
         "name": name,

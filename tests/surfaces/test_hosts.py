@@ -3,11 +3,13 @@ instructions written for hosts that search by server (``lazymcp.surfaces.instruc
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from lazymcp.surfaces.catalog import Catalog
 from lazymcp.surfaces.hosts import ALWAYS_LOAD, HOSTS, Session, choose, host_of, tool_search, version_of
 from lazymcp.surfaces.instructions import MAX_INSTRUCTIONS, Group, catalog_instructions, written
+from lazymcp.surfaces.metatools import describe_tools_definition
 from lazymcp.surfaces.methods import Caller, dispatch
 from lazymcp.surfaces.options import Options
 from lazymcp.tools.sample import synthetic_tools
@@ -98,3 +100,19 @@ def test_instructions_describe_each_group_within_four_kibibytes() -> None:
     assert own == "Use me for demos."
     derived = catalog_instructions(Catalog.build([tool("a_one"), tool("a_two"), tool("b_one")]), "demo")
     assert derived.startswith("demo: 3 tools") and "(a_one, a_two)" in derived
+
+
+def test_describe_tools_is_found_by_the_words_of_its_name_where_a_search_reads_underscores_as_letters() -> None:
+    # Codex's tool_search (BM25 over Unicode words) reads describe_tools as one word and adds the server's
+    # instructions to every tool's text: the words "describe tools" find describe_tools only if its own
+    # text says "describe", and no text every tool shares says it.
+    def words(text: str) -> set[str]:
+        return set(re.findall(r"\w+", text.lower()))  # \w joins across "_", as Unicode word breaks do
+
+    for unlisted in (False, True):
+        description = describe_tools_definition("describe_tools", 100, unlisted=unlisted)["description"]
+        assert {"describe", "tools"} <= words(description or "")
+    served = catalog(130)
+    assert "describe" not in words(catalog_instructions(served, "demo"))
+    stubs = dispatch("tools/list", served, {}, Caller()).result["tools"]  # type: ignore[union-attr]
+    assert [stub["name"] for stub in stubs if "describe" in words(stub.get("description") or "")] == ["describe_tools"]
