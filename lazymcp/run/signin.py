@@ -60,6 +60,18 @@ def sign_in_state(entry: ServerEntry, store: TokenStore, principal: str = "") ->
     return state_of(store.get(key_of(entry, principal)))
 
 
+def sign_in_status(entry: ServerEntry, reason: str = "", store: TokenStore | None = None) -> str | None:
+    """What the status says of ``entry``'s sign-in: ``signed in`` or ``expired`` when one is kept,
+    ``sign-in needed`` when none is and its server asked for one (its failure's ``reason`` says so);
+    None for a server that does not sign in."""
+    if not can_sign_in(entry):
+        return None
+    state = sign_in_state(entry, store or TokenStore.default())
+    if state == "sign-in needed" and "lazymcp login" not in reason:
+        return None
+    return state
+
+
 class Kept:
     """The SDK's ``TokenStorage`` of one server's sign-in."""
 
