@@ -120,8 +120,11 @@ async def test_a_server_asking_for_oauth_is_signed_in_to_called_refreshed_and_re
             async with gateway(home) as client:  # no tool known yet: describe_tools names the server
                 await client.send(tool_call(2, "describe_tools", names=["signed__whoami"]))
                 before = json.dumps(await client.answer(2))
+                await client.send(tool_call(3, "search_tools", query="whoami"))
+                searched = json.dumps(await client.answer(3))
             assert "sign-in needed: sign in with `lazymcp login signed`" in before, before
-            assert home.said[-1].count("lazymcp login signed") >= 1, home.said[-1]
+            assert "sign-in needed: sign in with `lazymcp login signed`" in searched, searched
+            assert home.said[-1].count("lazymcp login signed") == 1, home.said[-1]
 
             await login(home)
             mode = stat.S_IMODE(home.tokens.stat().st_mode)
