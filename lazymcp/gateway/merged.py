@@ -20,7 +20,7 @@ from lazymcp.gateway.namespace import Namespace
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.messages import DESCRIBE, DESCRIBE_BATCH, Mode, Tool
 from lazymcp.surfaces.catalog import Catalog
-from lazymcp.surfaces.metacalls import unknown_tool
+from lazymcp.surfaces.metacalls import error, unknown_tool
 from lazymcp.surfaces.metatools import DESCRIBE_TOOLS, SEARCH_TOOLS
 from lazymcp.surfaces.methods import Answer, Caller, Run, dispatch, enveloped
 from lazymcp.surfaces.options import Options
@@ -263,6 +263,11 @@ class Merged:
             name, arguments = jsonrpc.field(params, "name"), None
         owner = self.names.owner(name) if isinstance(name, str) else None
         if owner is None and isinstance(name, str):  # no server has it: the closest names, for the model
+            failed = down()
+            waited = next((why for server, why in failed.items() if name.startswith(server + self.names.separator)), "")
+            if waited and name.split(self.names.separator)[0] in unlisted():  # failed before it listed a tool
+                answer = error("server_unlisted", f"No tool {name!r} is known yet: {waited}", name=name)
+                return cast(Answer, enveloped(method, answer, caller))
             return cast(Answer, enveloped(method, unknown_tool(self.catalog, name), caller))
         if owner is None:
             return Routed(None, name)

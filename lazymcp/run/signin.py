@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 CLIENT_NAME = "lazymcp"
+EARLY = 60.0
+"""Seconds before its given expiry an access token is refreshed at most (a quarter of its life at most): a
+server's clock, or its rounding, may end it a little before lazymcp would."""
 UNSET_REDIRECT = "http://127.0.0.1/callback"
 """The redirect URI a connection's provider names (it never sends a person anywhere)."""
 
@@ -79,6 +82,8 @@ class Kept:
         self.entry = entry
         self.store = store
         self.key = key_of(entry, principal)
+        self.context: Any = None
+        """The SDK provider's context, whose expiry ``set_tokens`` brings forward."""
 
     def _kept(self) -> dict[str, Any]:
         return self.store.get(self.key) or {}
@@ -96,8 +101,11 @@ class Kept:
     async def set_tokens(self, tokens: OAuthToken) -> None:
         kept = self._kept()
         kept["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
-        kept["expires_at"] = time.time() + tokens.expires_in if tokens.expires_in is not None else None
+        life = tokens.expires_in
+        kept["expires_at"] = time.time() + life - min(EARLY, life / 4) if life is not None else None
         self.store.put(self.key, kept)
+        if self.context is not None:  # the SDK set its own expiry just before: refresh a little earlier
+            self.context.token_expiry_time = kept["expires_at"]
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         from mcp.shared.auth import OAuthClientInformationFull
@@ -151,7 +159,9 @@ def provider(
         }
     )
     metadata_url = given.client_metadata_url if given is not None and given.client_id is None else None
-    return OAuthClientProvider(entry.url, metadata, kept, on_redirect, on_callback, client_metadata_url=metadata_url)
+    made = OAuthClientProvider(entry.url, metadata, kept, on_redirect, on_callback, client_metadata_url=metadata_url)
+    kept.context = made.context
+    return made
 
 
 def connection_auth(entry: ServerEntry, store: TokenStore | None = None, principal: str = "") -> Any | None:

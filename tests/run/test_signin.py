@@ -29,7 +29,7 @@ from ..conftest import free_port, until, until_listening
 from ..raw import INIT, INITIALIZED, Peer, peer, request, tool_call
 
 BOUND = 180
-EXPIRY = 4
+EXPIRY = 8
 """Seconds each access token lasts at the server."""
 
 
@@ -122,6 +122,8 @@ async def test_a_server_asking_for_oauth_is_signed_in_to_called_refreshed_and_re
                 before = json.dumps(await client.answer(2))
                 await client.send(tool_call(3, "search_tools", query="whoami"))
                 searched = json.dumps(await client.answer(3))
+                call = await called(client, 4)
+            assert "sign-in needed: sign in with `lazymcp login signed`" in call, call
             assert "sign-in needed: sign in with `lazymcp login signed`" in before, before
             assert "sign-in needed: sign in with `lazymcp login signed`" in searched, searched
             assert home.said[-1].count("lazymcp login signed") == 1, home.said[-1]
