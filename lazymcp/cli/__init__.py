@@ -54,6 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return commands.check(args)
         if args.command == "status":
             return commands.status(args)
+        if args.command in ("login", "logout"):
+            return commands.sign_in(args)
         return commands.stats(args, command)
     except LazyMCPError as exc:
         return _error(exc.message, exc if args.debug else None, status=exc.exit_status)

@@ -353,3 +353,29 @@ def status(args: argparse.Namespace) -> int:
     snapshot = fetch_status(args.url, tokens[0][1] if tokens else None, args.timeout or 10.0)
     print(orjson.dumps(snapshot, option=orjson.OPT_INDENT_2).decode() if args.json else table(snapshot))
     return 0
+
+
+def sign_in(args: argparse.Namespace) -> int:
+    """``lazymcp login SERVER`` and ``lazymcp logout SERVER``: a remote server's sign-in, kept or forgotten."""
+    import anyio
+
+    from lazymcp.access.tokens import TokenStore
+    from lazymcp.run.gateway import read_config
+    from lazymcp.run.login import login, logout
+
+    config = read_config(args.config, project=args.project)
+    entry = next((server for server in config.servers if server.name == args.server), None)
+    if entry is None:
+        names = ", ".join(server.name for server in config.servers) or "none"
+        raise ConfigError(f"{args.config}: no server {args.server!r} (its servers: {names})")
+    store = TokenStore.default()
+    if args.command == "logout":
+        print(f"signed out of {entry.name}" if logout(entry, store) else f"not signed in to {entry.name}")
+        return 0
+
+    def show(url: str) -> None:
+        print(f"open this URL to sign in to {entry.name}:\n{url}", flush=True)
+
+    anyio.run(lambda: login(entry, store, show=show, browser=not args.no_browser, wait=args.wait))
+    print(f"signed in to {entry.name} (tokens kept in {store.where})", flush=True)
+    return 0

@@ -363,6 +363,25 @@ def _status(commands: Any, common: argparse.ArgumentParser) -> None:
     )
 
 
+def _login(commands: Any, common: argparse.ArgumentParser) -> None:
+    usage = "lazymcp login SERVER --config FILE [--no-browser] [--wait SECONDS]"
+    login = _subcommand(commands, common, "login", "sign in to a remote server (OAuth) and keep the tokens", usage)
+    login.add_argument("server", metavar="SERVER", help="the server's name in the configuration")
+    login.add_argument("--config", metavar="FILE", required=True, help="mcpServers (or VS Code servers) JSON file")
+    add_project_option(login)
+    login.add_argument(
+        "--no-browser", action="store_true", help="print the sign-in URL only: open it in a browser yourself"
+    )
+    login.add_argument(
+        "--wait", type=float, default=300.0, metavar="SECONDS", help="how long to wait for the sign-in (default: 300)"
+    )
+    usage = "lazymcp logout SERVER --config FILE"
+    logout = _subcommand(commands, common, "logout", "forget the tokens of a remote server's sign-in", usage)
+    logout.add_argument("server", metavar="SERVER", help="the server's name in the configuration")
+    logout.add_argument("--config", metavar="FILE", required=True, help="mcpServers (or VS Code servers) JSON file")
+    add_project_option(logout)
+
+
 def parser() -> argparse.ArgumentParser:
     """The whole command line."""
     from lazymcp.version import __version__
@@ -371,6 +390,6 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"lazymcp {__version__}")
     commands = top.add_subparsers(dest="command", required=True)
     common = _common()
-    for add in (_serve, _proxy, _gateway, _stats, _check, _status):
+    for add in (_serve, _proxy, _gateway, _stats, _check, _status, _login):
         add(commands, common)
     return top

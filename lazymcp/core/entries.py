@@ -9,6 +9,7 @@ from typing import Any
 
 from lazymcp.access.ratelimit import Rate
 from lazymcp.access.secrets import filled, wanted
+from lazymcp.access.signin import SignInSettings
 from lazymcp.tools.metadata import Metadata
 
 
@@ -37,6 +38,9 @@ class ServerEntry:
     all of it (lazymcp's own secrets aside); names, those variables."""
     rate_limit: Rate | None = None
     """Each principal's calls to its tools may come at most at this rate (``"rateLimit"``); None: any."""
+    sign_in: SignInSettings | None = None
+    """A remote server's ``"oauth"``: the client it signs in as (``lazymcp.access.signin``); None: the
+    defaults (dynamic registration), when it asks for a sign-in."""
     share: str = "principal"
     """Over HTTP, whose sessions share one process of it (``"share"``): a principal's (``principal``), or
     each session its own (``session``: a server that keeps each conversation's state)."""

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from lazymcp.access.policy import Policy, parse_policy
 from lazymcp.access.ratelimit import parse_rate
+from lazymcp.access.signin import parse_sign_in
 from lazymcp.core.entries import ServerEntry, transport_of
 from lazymcp.gateway.env_file import read_env_file
 from lazymcp.gateway.sources import claude_project, with_comments
@@ -26,7 +27,7 @@ from lazymcp.protocol.names import one_edit_away
 from lazymcp.tools.metadata import ToolMeta, parse_metadata
 
 STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "envFile", "share"})
-REMOTE_KEYS = frozenset({"url", "headers"})
+REMOTE_KEYS = frozenset({"url", "headers", "oauth"})
 COMMON_KEYS = frozenset(
     {"type", "transport", "lazymcp", "disabled", "enabled", "description", "name", "timeout", "rateLimit"}
 )
@@ -164,7 +165,10 @@ class _Reader:
             url = self.expanded(name, "url", url)
         if not isinstance(url, str) or not url.startswith(("http://", "https://")) or not _has_host(url):
             raise self.fail(name, "field 'url' must be an http:// or https:// URL")
-        return ServerEntry(name, url=url, headers=headers, transport=transport_of(kind, url) or "http")
+        oauth, where = data.get("oauth"), f"{self.source}: server {name!r}"
+        expand: Callable[[str], str] = lambda text: self.expanded(name, "oauth", text)  # noqa: E731
+        sign_in = None if oauth is None else parse_sign_in(oauth, where, expand)
+        return ServerEntry(name, url=url, headers=headers, transport=transport_of(kind, url) or "http", sign_in=sign_in)
 
     def stdio(self, name: str, data: Mapping[str, object], kind: object) -> ServerEntry:
         given_command = data["command"]

@@ -21,8 +21,8 @@ from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.messages import DESCRIBE, DESCRIBE_BATCH, Mode, Tool
 from lazymcp.surfaces.catalog import Catalog
 from lazymcp.surfaces.codemode import Code
-from lazymcp.surfaces.metacalls import unknown_tool
-from lazymcp.surfaces.metatools import DESCRIBE_TOOLS
+from lazymcp.surfaces.metacalls import error, unknown_tool
+from lazymcp.surfaces.metatools import DESCRIBE_TOOLS, SEARCH_TOOLS
 from lazymcp.surfaces.methods import Answer, Caller, Run, dispatch, enveloped
 from lazymcp.surfaces.options import Options
 from lazymcp.tools.metadata import Metadata, ToolMeta
@@ -134,9 +134,9 @@ def mark_unavailable(result: dict[str, Any], down: Mapping[str, str], names: Nam
 def mark_described(
     result: dict[str, Any], down: Mapping[str, str], names: Namespace, unlisted: Mapping[str, str]
 ) -> dict[str, Any]:
-    """A ``describe_tools`` meta-tool result whose payload names the described tools of a failed server
-    under ``unavailable`` (tool name -> reason), as ``tools/describe`` marks them in ``_meta``, and the
-    servers no listing shows yet under ``unlisted`` (server -> reason)."""
+    """A ``describe_tools`` (or ``search_tools``) meta-tool result whose payload names the tools it shows of
+    a failed server under ``unavailable`` (tool name -> reason), as ``tools/describe`` marks them in
+    ``_meta``, and the servers no listing shows yet under ``unlisted`` (server -> reason)."""
     content = result.get("content")
     if not (down or unlisted) or not isinstance(content, list) or not content:
         return result
@@ -254,7 +254,10 @@ class Merged:
             name = jsonrpc.field(params, "name")
             if method in (DESCRIBE, DESCRIBE_BATCH):
                 result = mark_unavailable(result, down(), self.names)
-            elif method == "tools/call" and self.catalog.canonical_meta_name(str(name)) == DESCRIBE_TOOLS:
+            elif method == "tools/call" and self.catalog.canonical_meta_name(str(name)) in (
+                DESCRIBE_TOOLS,
+                SEARCH_TOOLS,
+            ):
                 result = mark_described(result, down(), self.names, unlisted())
             return Answer(result, outcome.changed)
         if isinstance(outcome, Run):
@@ -263,6 +266,11 @@ class Merged:
             name, arguments = jsonrpc.field(params, "name"), None
         owner = self.names.owner(name) if isinstance(name, str) else None
         if owner is None and isinstance(name, str):  # no server has it: the closest names, for the model
+            failed = down()
+            waited = next((why for server, why in failed.items() if name.startswith(server + self.names.separator)), "")
+            if waited and name.split(self.names.separator)[0] in unlisted():  # failed before it listed a tool
+                answer = error("server_unlisted", f"No tool {name!r} is known yet: {waited}", name=name)
+                return cast(Answer, enveloped(method, answer, caller))
             return cast(Answer, enveloped(method, unknown_tool(self.catalog, name), caller))
         if owner is None:
             return Routed(None, name)

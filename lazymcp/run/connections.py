@@ -247,7 +247,12 @@ def connect(entry: ServerEntry, *, isolated: bool) -> Connection:
     if entry.personal:
         return Refused(lacked(entry, sorted(entry.personal), None))
     if entry.url is not None:
-        return HttpConnection(entry.url, entry.headers, sse=entry.transport == "sse")
+        from lazymcp.run.signin import can_sign_in, connection_auth, login_hint
+
+        hint = login_hint(entry.name) if can_sign_in(entry) else None
+        return HttpConnection(
+            entry.url, entry.headers, sse=entry.transport == "sse", auth=connection_auth(entry), sign_in=hint
+        )
     env = server_environment(entry.env, entry.inherit_env) if isolated else passed_on(entry.env)
     return ProcessConnection(entry.command, env, entry.cwd, Labelled(entry.name) if isolated else None)
 

@@ -35,6 +35,10 @@ STATUS_CAUSES = {
 }
 
 
+class SignInNeeded(Exception):
+    """A signed-in server refused its tokens and no refresh helped: the message says what to do."""
+
+
 def shown(url: str) -> str:
     """``url`` as errors show it: without userinfo, query or fragment, which may carry a secret."""
     parts = urlsplit(url)
@@ -115,9 +119,19 @@ def _stand_in(request: httpx2.Request) -> httpx2.Response:
 class Watched(httpx2.AsyncClient):
     """The HTTP client of one remote server: bounded connects, and every failure named once (``cause``)."""
 
-    def __init__(self, url: str, headers: dict[str, str] | None = None, *, sse: bool = False) -> None:
-        super().__init__(headers=headers, timeout=TIMEOUT)
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str] | None = None,
+        *,
+        sse: bool = False,
+        auth: httpx2.Auth | None = None,
+        sign_in: str | None = None,
+    ) -> None:
+        super().__init__(headers=headers, timeout=TIMEOUT, auth=auth)
         self.url = shown(url)
+        self.sign_in = sign_in
+        """How to sign in to it (``lazymcp.run.signin.login_hint``), for a server that may ask; a 401 says it."""
         self.events = sse
         """An SSE server: its GET is the stream its answers come on."""
         self.opened = False
@@ -152,7 +166,18 @@ class Watched(httpx2.AsyncClient):
             if self.opened and isinstance(exc, httpx2.ReadTimeout):
                 raise  # a slow answer of a working server: its request's timeout says so
             return self._found(f"cannot reach {self.url}: {failure_cause(exc, request.url.host)}", request)
+        except SignInNeeded as exc:
+            return self._found(f"{self.url}: {exc}", request)
+        except Exception as exc:
+            if self.sign_in is None or "OAuth" not in type(exc).__name__:
+                raise
+            failed = type(exc).__name__  # its message may quote what the server sent: only its kind is said
+            return self._found(f"{self.url}: the sign-in failed ({failed}): {self.sign_in} again", request)
         status = response.status_code
+        if status == 401 and self.sign_in is not None:
+            await response.aclose()
+            cause = f"sign-in needed: {self.sign_in} (or give a token in the entry's 'headers')"
+            return self._found(f"{self.url} answered HTTP 401 Unauthorized: {cause}", request)
         if self.opened and status not in (401, 403):
             return response
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()

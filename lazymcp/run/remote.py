@@ -31,11 +31,22 @@ Pressure = Callable[[bool], None]
 class HttpConnection:
     """A remote server over streamable HTTP or (``sse``) SSE."""
 
-    def __init__(self, url: str, headers: Mapping[str, str] | None = None, *, sse: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        sse: bool = False,
+        auth: Any = None,
+        sign_in: str | None = None,
+    ) -> None:
         self.url = url
         self.headers = dict(headers or {})
         """Sent with every request (a gateway entry's ``headers``: credentials, usually)."""
         self.sse = sse
+        self.auth = auth
+        """What signs each request (``lazymcp.run.signin.connection_auth``); None: the headers alone."""
+        self.sign_in = sign_in
         self.on_pressure: Pressure = lambda paused: None
         self._stack = AsyncExitStack()
         self._outbox: MemoryObjectSendStream[bytes] | None = None
@@ -47,7 +58,7 @@ class HttpConnection:
         self._pressed = False
 
     async def start(self, on_line: LineSink, on_gone: Callable[[str], None]) -> None:
-        client = Watched(self.url, self.headers, sse=self.sse)
+        client = Watched(self.url, self.headers, sse=self.sse, auth=self.auth, sign_in=self.sign_in)
         try:
             if not self.sse:  # the SDK's SSE transport enters the client itself
                 await self._stack.enter_async_context(client)

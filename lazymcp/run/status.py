@@ -6,7 +6,8 @@ What it holds, for the principal who asks:
 - each enabled server: its state over the sessions it may see (``lazymcp.gateway.status``: not started,
   starting, running with its processes' ids and since when, failed with the reason and, while its backoff
   lasts, until when it is refused), its tools (those its grant allows) and its calls and errors of the
-  last hour;
+  last hour; a remote server that signs in, its sign-in (``signed in``, ``expired``, ``sign-in needed``:
+  ``lazymcp.run.signin.sign_in_status``);
 - the listing: what a stock client's ``tools/list`` costs against every tool in full, in tokens of what
   the model sees (``lazymcp.gateway.costs``, as ``lazymcp stats --config`` counts it), for a new session
   of the principal now;
@@ -36,6 +37,7 @@ from lazymcp.gateway.costs import granted_tools, listing_cost
 from lazymcp.gateway.front import Gateway
 from lazymcp.gateway.status import Seen, server_state
 from lazymcp.run.observe import Watcher
+from lazymcp.run.signin import sign_in_status
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -138,8 +140,12 @@ class Status:
         calls = self.recent.counts(None if everything else {viewer.key})
         now, wall = asyncio.get_running_loop().time(), time.time()
         servers: list[dict[str, Any]] = []
-        for name in [server.name for server in core.servers]:
+        for server in list(core.servers):
+            name = server.name
             state = server_state(name, self._seen(sides, name), now, wall)
+            signed = sign_in_status(server.entry, str(state.get("reason", "")))
+            if signed is not None:
+                state["sign_in"] = signed
             for key in ("since", "failed_at", "retry_at"):
                 if key in state:
                     state[key] = iso(state[key])

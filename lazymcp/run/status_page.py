@@ -39,8 +39,15 @@ def when(value: object) -> str:
 
 
 def detail(server: Mapping[str, Any]) -> str:
-    """What a server's state says besides its name: its processes and since when, or why it failed and
-    whether it is refused for a while."""
+    """What a server's state says besides its name: its sign-in (a remote server that signs in), its
+    processes and since when, or why it failed and whether it is refused for a while."""
+    text, signed = _state_detail(server), server.get("sign_in")
+    if signed is None or (signed == "sign-in needed" and "lazymcp login" in text):
+        return text
+    return f"{signed}; {text}" if text else str(signed)
+
+
+def _state_detail(server: Mapping[str, Any]) -> str:
     state = server.get("state")
     if state in ("running", "starting"):
         pids = cast(Sequence[int], server.get("pids") or [])

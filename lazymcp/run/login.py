@@ -1,0 +1,169 @@
+"""``lazymcp login`` and ``lazymcp logout``: a person signs in to a remote server, or out of it.
+
+The sign-in is the SDK's (``mcp.client.auth``): an MCP ``initialize`` sent without a token draws the
+server's 401, whose ``WWW-Authenticate`` leads to its protected resource metadata, then its
+authorization server's; the client is the entry's own, its metadata document or a registration made now;
+the browser is sent to the authorization endpoint (authorization code with PKCE, and the ``resource``
+parameter) with a loopback redirect (RFC 8252): ``Loopback`` listens on 127.0.0.1 at a port of its own
+for the one redirect that brings the code back, for ``wait`` seconds at most. The tokens are then kept
+(``lazymcp.access.tokens``) and the ``initialize`` is sent again with them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import webbrowser
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
+
+from lazymcp.access.tokens import TokenStore
+from lazymcp.core.entries import ServerEntry
+from lazymcp.protocol.errors import ConfigError, UpstreamError
+from lazymcp.run.reach import TIMEOUT, failure_cause, shown
+from lazymcp.run.signin import Kept, can_sign_in, key_of, provider
+
+if TYPE_CHECKING:
+    from mcp.client.auth import AuthorizationCodeResult
+
+LOGIN_WAIT = 300.0
+"""Seconds ``lazymcp login`` waits for the browser to come back with the code."""
+REQUEST_LIMIT = 16384
+"""Bytes of the redirect's request line and headers the loopback reads at most."""
+CALLBACK = "/callback"
+DONE_PAGE = b"<!doctype html><title>lazymcp</title><p>Signed in. You may close this page."
+FAILED_PAGE = b"<!doctype html><title>lazymcp</title><p>The sign-in did not succeed: see the terminal."
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "lazymcp", "version": "login"},
+    },
+}
+
+
+class Loopback:
+    """The loopback redirect's listener: 127.0.0.1, a port of its own, one answer awaited."""
+
+    def __init__(self) -> None:
+        self.answer: asyncio.Future[dict[str, str]] = asyncio.get_running_loop().create_future()
+        self.server: asyncio.Server | None = None
+        self.port = 0
+
+    async def __aenter__(self) -> Loopback:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=REQUEST_LIMIT)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.server is not None:
+            self.server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.server.wait_closed(), 5)
+
+    @property
+    def redirect_uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}{CALLBACK}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+            target = head.split(b" ", 2)[1].decode("ascii", "replace") if head.count(b" ") >= 2 else ""
+            parts = urlsplit(target)
+            found = parts.path == CALLBACK and not self.answer.done()
+            query = {key: values[0] for key, values in parse_qs(parts.query).items()}
+            if found:
+                self.answer.set_result(query)
+            body = DONE_PAGE if found and "code" in query else FAILED_PAGE
+            status = b"200 OK" if found else b"404 Not Found"
+            writer.write(
+                b"HTTP/1.1 " + status + b"\r\ncontent-type: text/html; charset=utf-8\r\n"
+                b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
+            )
+            await writer.drain()
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, IndexError):
+            pass
+        finally:
+            writer.close()
+
+    async def code(self, wait: float) -> AuthorizationCodeResult:
+        """The code the browser brings back (with its state and issuer), within ``wait`` seconds.
+
+        Raises:
+            UpstreamError: none came in time, or the authorization server answered with an error.
+        """
+        from mcp.client.auth import AuthorizationCodeResult
+
+        try:
+            query = await asyncio.wait_for(asyncio.shield(self.answer), wait)
+        except TimeoutError:
+            raise UpstreamError(f"no sign-in came back within {wait:g} s") from None
+        if "code" not in query:
+            error = query.get("error", "no code")
+            raise UpstreamError(f"the authorization server refused the sign-in: {error}")
+        return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
+
+
+async def login(
+    entry: ServerEntry,
+    store: TokenStore,
+    *,
+    show: Callable[[str], None],
+    browser: bool = True,
+    wait: float = LOGIN_WAIT,
+) -> None:
+    """Sign in to ``entry``'s server and keep the tokens; ``show`` is told the URL to open.
+
+    Raises:
+        ConfigError: not a remote server, or one whose entry sends its own ``Authorization``.
+        UpstreamError: the server cannot be reached, the sign-in failed or did not come back in time.
+    """
+    import httpx2
+
+    if not can_sign_in(entry):
+        raise ConfigError(f"server {entry.name!r} is not a remote server that signs in (no URL, or its own token)")
+    assert entry.url is not None
+    kept = Kept(entry, store)
+    async with Loopback() as loopback:
+
+        async def redirect(url: str) -> None:
+            show(url)
+            if browser:
+                await asyncio.to_thread(webbrowser.open, url)
+
+        async def callback() -> AuthorizationCodeResult:
+            return await loopback.code(wait)
+
+        kept.forget_client()  # a registration of an earlier sign-in names another loopback port
+        auth = provider(entry, kept, loopback.redirect_uri, redirect, callback)
+        auth.context.current_tokens = None  # sign in anew, whatever is kept
+        headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
+        async with httpx2.AsyncClient(auth=auth, timeout=TIMEOUT, headers=headers) as client:
+            try:
+                response = await client.post(entry.url, json=INITIALIZE)
+            except httpx2.TransportError as exc:
+                host = urlsplit(entry.url).hostname or ""
+                raise UpstreamError(f"cannot reach {shown(entry.url)}: {failure_cause(exc, host)}") from None
+            except UpstreamError:
+                raise
+            except Exception as exc:
+                raise UpstreamError(f"the sign-in to {shown(entry.url)} failed: {_said(exc)}") from None
+    if response.status_code >= 400:
+        raise UpstreamError(f"{shown(entry.url)} answered HTTP {response.status_code} after the sign-in")
+
+
+def _said(exc: BaseException) -> str:
+    """What an OAuth failure says, without any value: the SDK's messages about tokens may hold a body."""
+    text = str(exc).split(":")[0].strip()
+    return text if text and len(text) < 120 else type(exc).__name__
+
+
+def logout(entry: ServerEntry, store: TokenStore) -> bool:
+    """Forget the sign-in to ``entry``'s server; False when there was none."""
+    if entry.url is None:
+        raise ConfigError(f"server {entry.name!r} is not a remote server")
+    return store.drop(key_of(entry))

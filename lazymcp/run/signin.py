@@ -1,0 +1,184 @@
+"""A remote server's sign-in as its connections use it: the SDK's OAuth client (``mcp.client.auth``) over the
+sign-ins kept by ``lazymcp.access.tokens``.
+
+``Kept`` is the SDK's ``TokenStorage`` for one server: tokens (with when they expire) and the client's
+registration, kept under the server's URL and resource; a client registered beforehand (the entry's
+``oauth.clientId``) comes from the entry, never from the store. ``connection_auth`` is what a gateway's
+or proxy's connection to the server signs its requests with: the SDK's provider, which sends the kept
+access token and refreshes it when it expires, but never starts a sign-in of its own (that takes a
+person: ``lazymcp login``, ``lazymcp.run.login``). When the server refuses the tokens and no refresh
+helps, the request ends with ``SignInNeeded``, which ``lazymcp.run.reach`` turns into the line that
+says to sign in again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from lazymcp.access.tokens import TokenStore, sign_in_key, state_of
+from lazymcp.core.entries import ServerEntry
+from lazymcp.run.reach import SignInNeeded
+
+if TYPE_CHECKING:
+    from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+CLIENT_NAME = "lazymcp"
+EARLY = 60.0
+"""Seconds before its given expiry an access token is refreshed at most (a quarter of its life at most): a
+server's clock, or its rounding, may end it a little before lazymcp would."""
+UNSET_REDIRECT = "http://127.0.0.1/callback"
+"""The redirect URI a connection's provider names (it never sends a person anywhere)."""
+
+
+def _not_sign_in_needed(record: logging.LogRecord) -> bool:
+    """Keep the SDK's log of a failed flow, but not of the end this module puts to one (its line is said)."""
+    return not (record.exc_info and isinstance(record.exc_info[1], SignInNeeded))
+
+
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_not_sign_in_needed)
+
+
+def login_hint(name: str) -> str:
+    return f"sign in with `lazymcp login {name}`"
+
+
+def key_of(entry: ServerEntry, principal: str = "") -> str:
+    """Where ``entry``'s sign-in is kept: by its URL and the resource (RFC 8707) that URL names."""
+    from mcp.shared.auth_utils import resource_url_from_server_url
+
+    assert entry.url is not None
+    return sign_in_key(entry.url, resource_url_from_server_url(entry.url), principal)
+
+
+def can_sign_in(entry: ServerEntry) -> bool:
+    """A remote server whose entry sends no ``Authorization`` header of its own."""
+    return entry.url is not None and not any(key.lower() == "authorization" for key in entry.headers)
+
+
+def sign_in_state(entry: ServerEntry, store: TokenStore, principal: str = "") -> str:
+    """``signed in``, ``expired`` or ``sign-in needed`` (``lazymcp.access.tokens.state_of``)."""
+    return state_of(store.get(key_of(entry, principal)))
+
+
+def sign_in_status(entry: ServerEntry, reason: str = "", store: TokenStore | None = None) -> str | None:
+    """What the status says of ``entry``'s sign-in: ``signed in`` or ``expired`` when one is kept,
+    ``sign-in needed`` when none is and its server asked for one (its failure's ``reason`` says so);
+    None for a server that does not sign in."""
+    if not can_sign_in(entry):
+        return None
+    state = sign_in_state(entry, store or TokenStore.default())
+    if state == "sign-in needed" and "lazymcp login" not in reason:
+        return None
+    return state
+
+
+class Kept:
+    """The SDK's ``TokenStorage`` of one server's sign-in."""
+
+    def __init__(self, entry: ServerEntry, store: TokenStore, principal: str = "") -> None:
+        self.entry = entry
+        self.store = store
+        self.key = key_of(entry, principal)
+        self.context: Any = None
+        """The SDK provider's context, whose expiry ``set_tokens`` brings forward."""
+
+    def _kept(self) -> dict[str, Any]:
+        return self.store.get(self.key) or {}
+
+    def expires_at(self) -> float | None:
+        value = self._kept().get("expires_at")
+        return float(value) if isinstance(value, int | float) else None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        from mcp.shared.auth import OAuthToken
+
+        tokens = self._kept().get("tokens")
+        return OAuthToken.model_validate(tokens) if tokens else None
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        kept = self._kept()
+        kept["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
+        life = tokens.expires_in
+        kept["expires_at"] = time.time() + life - min(EARLY, life / 4) if life is not None else None
+        self.store.put(self.key, kept)
+        if self.context is not None:  # the SDK set its own expiry just before: refresh a little earlier
+            self.context.token_expiry_time = kept["expires_at"]
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        from mcp.shared.auth import OAuthClientInformationFull
+
+        given = self.entry.sign_in
+        if given is not None and given.client_id is not None:
+            return OAuthClientInformationFull(
+                client_id=given.client_id,
+                client_secret=given.client_secret,
+                token_endpoint_auth_method="client_secret_post" if given.client_secret else "none",
+            )
+        client = self._kept().get("client")
+        return OAuthClientInformationFull.model_validate(client) if client else None
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        given = self.entry.sign_in
+        if given is not None and given.client_id is not None:
+            return  # the entry's own client: its secret stays in the configuration
+        kept = self._kept()
+        kept["client"] = client_info.model_dump(mode="json", exclude_none=True)
+        self.store.put(self.key, kept)
+
+    def forget_client(self) -> None:
+        """Drop a registration kept from an earlier sign-in (its redirect URI named another port)."""
+        kept = self._kept()
+        if kept.pop("client", None) is not None:
+            self.store.put(self.key, kept)
+
+
+def provider(
+    entry: ServerEntry,
+    kept: Kept,
+    redirect_uri: str,
+    on_redirect: Any,
+    on_callback: Any,
+) -> OAuthClientProvider:
+    """The SDK's OAuth client for ``entry``: its client metadata, with ``redirect_uri`` (a loopback one)."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import OAuthClientMetadata
+
+    given = entry.sign_in
+    assert entry.url is not None
+    metadata = OAuthClientMetadata.model_validate(
+        {
+            "client_name": CLIENT_NAME,
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none" if given is None or not given.client_secret else "client_secret_post",
+            "scope": " ".join(given.scopes) if given is not None and given.scopes else None,
+        }
+    )
+    metadata_url = given.client_metadata_url if given is not None and given.client_id is None else None
+    made = OAuthClientProvider(entry.url, metadata, kept, on_redirect, on_callback, client_metadata_url=metadata_url)
+    kept.context = made.context
+    return made
+
+
+def connection_auth(entry: ServerEntry, store: TokenStore | None = None, principal: str = "") -> Any | None:
+    """What a connection to ``entry`` signs its requests with; None when it has no sign-in kept (or sends
+    its own ``Authorization``): its server's 401 then says to sign in."""
+    if not can_sign_in(entry):
+        return None
+    kept = Kept(entry, store or TokenStore.default(), principal)
+    if not kept.store.get(kept.key):
+        return None
+
+    async def refused(url: str) -> None:
+        raise SignInNeeded(f"it refused the sign-in kept for it: sign in again with `lazymcp login {entry.name}`")
+
+    async def never() -> AuthorizationCodeResult:
+        raise SignInNeeded(login_hint(entry.name))
+
+    auth = provider(entry, kept, UNSET_REDIRECT, refused, never)
+    auth.context.token_expiry_time = kept.expires_at()  # the SDK knows it only from a token it was sent
+    return auth
