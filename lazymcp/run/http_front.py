@@ -44,24 +44,22 @@ from lazymcp.core.actions import Core
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.errors import ErrorCode, InvalidParams
 from lazymcp.protocol.jsonrpc import Frame
-from lazymcp.protocol.limits import DropOldest, Limits
-from lazymcp.run import observe
+from lazymcp.protocol.limits import Limits
 from lazymcp.run.driver import Driver
 from lazymcp.run.health import health_routes
 from lazymcp.run.http_checks import (
     SESSION_HEADER,
     Guard,
-    disconnected,
     error_response,
     malformed,
     principal_of,
     read_body,
     refuse_non_json,
     refused,
-    retry_after,
     speaks_modern,
     with_trace_context,
 )
+from lazymcp.run.http_requests import answer, notify
 from lazymcp.run.http_sessions import HttpSession, busy, event_stream, new_session, session_hash, session_of
 from lazymcp.surfaces.hosts import asked_mode
 
@@ -74,8 +72,6 @@ if TYPE_CHECKING:
 
 IDLE_SECONDS = 30 * 60
 """A 2025 client session with no request for this long is ended (clients often never send DELETE)."""
-ANSWER_GRACE = 5.0
-"""Seconds past the timeout a POST waits, so the core's own timeout answers it first."""
 
 
 class HttpFront:
@@ -318,72 +314,5 @@ class HttpFront:
         if side.held and method not in (None, "notifications/cancelled"):
             return busy(message.get("id"), side.held)
         if method is None or "id" not in message:  # a notification, or the client's answer to the server
-            return self._notify(side, frame)
-        return await self._request(request, side, frame, headers)
-
-    def _notify(self, side: HttpSession, frame: Frame) -> Response:
-        message = frame.message
-        if message.get("method") == "notifications/cancelled":
-            if side.remap_ids:
-                return Response(status_code=202)  # it could name any client's request: close the POST instead
-            cancelled = jsonrpc.field(message.get("params"), "requestId")
-            waiter = side.waiting.pop(jsonrpc.id_key(cancelled), None)  # the id is free again
-            if waiter is not None and not waiter.done():  # the POST still waiting gets its end
-                error = jsonrpc.error_message(cancelled, ErrorCode.REQUEST_CANCELLED, "Request cancelled")
-                waiter.set_result(Frame(error))
-        side.driver.from_client(frame)
-        return Response(status_code=202)
-
-    async def _request(self, request: Request, side: HttpSession, frame: Frame, headers: dict[str, str]) -> Response:
-        message = frame.message
-        method = message["method"]
-        original = message["id"]
-        loop = asyncio.get_running_loop()
-        if side.remap_ids:
-            key: object = side.next_id()
-            message = {**message, "id": key}
-            meta = jsonrpc.params_meta(message)
-            if "progressToken" in meta:  # unique upstream too: another client may use the same token
-                params = cast(dict[str, object], message["params"])
-                message["params"] = {**params, "_meta": {**meta, "progressToken": f"{key}"}}
-            frame = Frame(message)
-        else:
-            key = original
-            if jsonrpc.id_key(key) in side.waiting:
-                return error_response(
-                    original, 409, "Invalid request: this id is already in use by a request in flight"
-                )
-        waiter: asyncio.Future[Frame] = loop.create_future()
-        side.waiting[jsonrpc.id_key(key)] = waiter
-        if method == "tools/call":  # for its audit line: the client's own id and address
-            side.calls[jsonrpc.id_key(key)] = (original, request.client.host if request.client else None)
-        if method == "subscriptions/listen":
-            side.listens[key] = DropOldest(self.limits.event_buffer, side._dropping)  # pyright: ignore[reportPrivateUsage]
-        side.driver.from_client(frame)
-        if method == "subscriptions/listen":
-            return event_stream(side.listens[key], (waiter, key, original, side), side)
-        gone = asyncio.ensure_future(disconnected(request))
-        try:
-            done, _ = await asyncio.wait(
-                {waiter, gone}, timeout=self.limits.wait + ANSWER_GRACE, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            gone.cancel()
-            side.calls.pop(jsonrpc.id_key(key), None)
-        if waiter not in done:
-            reason = "the client closed its request" if gone in done else "no answer within the timeout"
-            side.cancel(key, reason)
-            waiter.cancel()
-            if gone in done:
-                return Response(status_code=499)
-            answer = Frame(jsonrpc.error_message(original, ErrorCode.REQUEST_TIMEOUT, f"Request timed out: {reason}"))
-        else:
-            answer = waiter.result().changed(id=original) if side.remap_ids else waiter.result()
-        body = jsonrpc.line_of(answer)
-        if body is None:
-            body = jsonrpc.encode(jsonrpc.error_message(original, ErrorCode.INTERNAL_ERROR, "Internal error"))
-        observe.requested(method, "error" if "error" in answer.message else "ok")
-        retry = retry_after(answer)
-        if retry is not None:  # a rate limit: the error, with the status and header HTTP clients know
-            return Response(body, 429, {**headers, "Retry-After": retry}, media_type="application/json")
-        return Response(body, media_type="application/json", headers=headers)
+            return notify(side, frame)
+        return await answer(request, side, frame, headers, self.limits)
