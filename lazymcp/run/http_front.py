@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -69,6 +69,15 @@ if TYPE_CHECKING:
     from lazymcp.run.cluster import Cluster
     from lazymcp.run.connections import Connection
     from lazymcp.run.manifests import ManifestStore
+
+
+class Beside(Protocol):
+    """Work beside the sessions, started and stopped with the front (``HttpFront.watcher``)."""
+
+    def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
 
 IDLE_SECONDS = 30 * 60
 """A 2025 client session with no request for this long is ended (clients often never send DELETE)."""
@@ -114,6 +123,9 @@ class HttpFront:
         """Whether new sessions are taken: from start-up done to shutdown begun (``/readyz``)."""
         self.cluster = cluster
         """The instances this one shares its sessions with (``--redis``); None: it stands alone."""
+        self.watcher: Beside | None = None
+        """What runs beside the sessions while the front serves (the gateway's reloading): started once
+        the front accepts sessions, stopped before they close."""
 
     def stopping(self) -> None:
         """A signal arrived: answer every POST still waiting and reap the upstreams, so that the server's
@@ -129,8 +141,12 @@ class HttpFront:
             if self.cluster is not None:
                 await self.cluster.start(self.sessions, self.drivers)
             self.accepting = True
+            if self.watcher is not None:
+                self.watcher.start()
             yield
             self.accepting = False
+            if self.watcher is not None:
+                await self.watcher.stop()
             await self.close()
             if self.cluster is not None:
                 await self.cluster.aclose()
@@ -166,6 +182,18 @@ class HttpFront:
         others = self._closing - {asyncio.current_task()}
         if others:
             await asyncio.gather(*others, return_exceptions=True)
+
+    def end(self, which: Callable[[object], bool], reason: str) -> int:
+        """End the sessions of the principals ``which`` picks (their next request gets 404, or 401 with a
+        token no longer valid); how many."""
+        ended = 0
+        for table in self._tables():
+            for key, side in list(table.items()):
+                if which(side.principal):
+                    del table[key]
+                    self._reap_later(side, reason)
+                    ended += 1
+        return ended
 
     def _reap_later(self, side: HttpSession, reason: str) -> None:
         task = asyncio.ensure_future(side.close(reason))
