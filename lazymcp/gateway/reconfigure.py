@@ -53,7 +53,8 @@ def reconfigure(
         gateway.servers.table[entry.name] = _server(entry, manifests.get(entry.name))
     _order(gateway, [entry.name for entry in entries])
     gateway.grant = gateway.merged.grant = grant
-    gateway.handshakes = replace(gateway.handshakes, every=grant is None)
+    gateway.handshakes = replace(gateway.handshakes, grant=grant)
+    gateway.passthrough.grant = grant
     actions = _settled(gateway, now)
     return actions + _relisted(gateway, now, servers_changed=bool(added))
 
