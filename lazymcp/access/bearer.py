@@ -52,9 +52,7 @@ class TokenAccess(Access):
     constant time, so neither which token matched nor how much of one did shows in the time taken."""
 
     def __init__(self, tokens: Sequence[tuple[str, str]]) -> None:
-        if not tokens or any(not token.strip() for _, token in tokens):
-            raise ConfigError("the bearer token is empty")
-        self._tokens = [(name, token.strip().encode()) for name, token in tokens]
+        self._tokens = _checked(tokens)
 
     async def check(self, request: Request) -> Response | None:
         given = bearer_token(request.headers.get("authorization"))
@@ -74,9 +72,25 @@ class TokenAccess(Access):
     def principal_names(self) -> frozenset[str] | None:
         return frozenset(name for name, _ in self._tokens)
 
+    def replace(self, tokens: Sequence[tuple[str, str]]) -> set[str]:
+        """Take ``tokens`` from now on (the token file changed); the names that lost a token: their
+        sessions must end, since a session is bound to its principal's name, not to the token.
+
+        Raises:
+            ConfigError: a token is empty (the tokens in force are kept).
+        """
+        kept, self._tokens = self._tokens, _checked(tokens)
+        return {name for name, token in kept if (name, token) not in self._tokens}
+
     def describe(self) -> str:
         names = {name for name, _ in self._tokens}
         return "a bearer token" if names == {DEFAULT_NAME} else f"bearer tokens of {len(names)} principals"
+
+
+def _checked(tokens: Sequence[tuple[str, str]]) -> list[tuple[str, bytes]]:
+    if not tokens or any(not token.strip() for _, token in tokens):
+        raise ConfigError("the bearer token is empty")
+    return [(name, token.strip().encode()) for name, token in tokens]
 
 
 def open_access() -> Access:

@@ -30,6 +30,8 @@ from lazymcp.protocol.errors import ConfigError
 EVERYONE = "*"
 PREFIXES = ("sub:", "client:", "scope:", "claim:")
 """The keys that match a part of an OAuth token; any other key but ``*`` is a bearer token's name."""
+RESOURCES = "resources"
+"""A server's resources and resource templates are granted by the name ``<server><separator>resources``."""
 DEFAULT_NAME = "default"
 """The principal of a token file's bare tokens (lines without ``name:``)."""
 _TOKEN_NAME = re.compile(r"[A-Za-z0-9_.@+\-]+")
@@ -119,8 +121,28 @@ class Grant:
         object.__setattr__(self, "_deny", any_of(self.deny))
 
     def __call__(self, name: str) -> bool:
-        """May the principal use the tool of this gateway name?"""
+        """May the principal use the tool (or prompt, or a server's resources) of this gateway name?"""
         return self._allow(name) and not self._deny(name)
+
+    def resources(self, server: str, separator: str) -> bool:
+        """May the principal list, read, subscribe to and complete ``server``'s resources and templates (the
+        name ``<server><separator>resources``)?"""
+        return self(f"{server}{separator}{RESOURCES}")
+
+    def touches(self, server: str, separator: str) -> bool:
+        """Could an ``allow`` pattern match a name of ``server`` (a tool or prompt not listed yet)? False:
+        the principal has nothing of it, and nothing of it is asked for (the server is not started)."""
+        for pattern in self.allow:
+            head, sep, _ = pattern.partition(separator)
+            if sep and any_of([head])(server):
+                return True
+            if not sep and any(c in pattern for c in "*?["):  # ``*``, ``*get*``: may match any server's
+                return True
+        return False
+
+    def names_server(self, server: str, separator: str) -> bool:
+        """Does an ``allow`` pattern name ``server`` itself (``github__*``, not ``*__get_*``)?"""
+        return any(pattern.partition(separator)[0] == server for pattern in self.allow if separator in pattern)
 
 
 NOTHING = Grant(())
@@ -249,7 +271,8 @@ def policy_problems(
         matching = any_of([pattern])
         if any(tools[s] is None for s in candidates):
             continue  # a server not listed yet may have a tool it matches
-        if not any(matching(name) for s in candidates for name in tools[s] or ()):
+        names = [name for s in candidates for name in (*(tools[s] or ()), f"{s}{separator}{RESOURCES}")]
+        if not any(matching(name) for name in names):  # a server's resources are named like a tool
             problems.append(f"{where} matches no tool of the configuration's servers")
     return problems
 

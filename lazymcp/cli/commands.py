@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import stat
 import sys
 import tempfile
 from dataclasses import replace
@@ -127,17 +126,12 @@ def _token(path: str | None, command: str) -> list[tuple[str, str]] | None:
         if not token:  # set but blank: refused like an empty token file, never an open front
             raise ConfigError(f"{TOKEN} is set but empty")
         return read_token_file(token, TOKEN)
-    try:
-        text = Path(path).read_text()
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        raise ConfigError(f"cannot read the token file {path!r}: {exc.strerror or exc}") from None
-    if mode & 0o077:
-        shown = oct(stat.S_IMODE(mode))[2:]
-        say(command, f"warning: the token file {path!r} can be read by others (mode {shown}); chmod 600 it")
-    if not text.strip():
-        raise ConfigError(f"the token file {path!r} is empty")
-    return read_token_file(text, f"the token file {path!r}")
+    from lazymcp.access.files import read_tokens
+
+    pairs, warning = read_tokens(path)
+    if warning is not None:
+        say(command, warning)
+    return pairs
 
 
 def _catalog_tools(path: str | None) -> list[Any]:
@@ -222,6 +216,8 @@ def gateway(args: argparse.Namespace) -> int:
             allow_origins=tuple(args.allow_origin),
             cluster=cluster_of(args),
             secrets=principal_secrets(args.principal_secrets),
+            token_file=args.token_file,
+            secrets_file=args.principal_secrets,
         )
     except KeyboardInterrupt:
         return 130
@@ -235,17 +231,9 @@ def principal_secrets(path: str | None) -> PrincipalSecrets | None:
     """
     if path is None:
         return None
-    from lazymcp.access.secrets import PrincipalSecrets
+    from lazymcp.access.files import read_secrets
 
-    try:
-        mode = os.stat(path).st_mode
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read the principals' secrets file {path!r}: {exc.strerror or exc}") from None
-    if mode & 0o077:
-        shown = oct(stat.S_IMODE(mode))[2:]
-        raise ConfigError(f"the principals' secrets file {path!r} can be read by others (mode {shown}): chmod 600 it")
-    return PrincipalSecrets.parse(text, f"the principals' secrets file {path!r}")
+    return read_secrets(path)
 
 
 def cluster_of(args: argparse.Namespace) -> tuple[str, str] | None:

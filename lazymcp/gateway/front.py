@@ -122,10 +122,10 @@ class Gateway:
         key = tuple((name, m.fetched, m.version) if m else (name,) for name, m in self.manifests.items())
         self.merged.build(self.servers.tool_lists(), key)
         self.seed = self.merged.seed
-        self.passthrough = Passthrough([s.name for s in self.servers], Namespace(self.separator))
+        self.passthrough = Passthrough([s.name for s in self.servers], Namespace(self.separator), grant=self.grant)
         entries = [s.entry for s in self.servers]
-        by_server, every = self.merged.tools_by_server, self.grant is None
-        self.handshakes = Handshakes(entries, self.separator, self.options, self.client_info, by_server, every)
+        by_server, grant = self.merged.tools_by_server, self.grant
+        self.handshakes = Handshakes(entries, self.separator, self.options, self.client_info, by_server, grant)
         self.session = ClientSession.of(self.serialize)
         self.relay = Relay(self.servers, self.session)
         self.session.bridge.upstream_init = self.handshakes.result(LATEST)  # what server/discover tells
@@ -246,12 +246,13 @@ class Gateway:
 
     def _gather(self, request_id: RequestId, method: str, params: dict[str, Any], now: float) -> list[Action]:
         """A list every server answers a part of: asked of each, answered when all parts are in."""
-        if not len(self.servers):
-            return [self._answer(_result(request_id, {LISTS[method]: []}))]
         if not Frame({"params": params}).fits():  # no server could be asked: refused in words, at once
             return [self._answer(jsonrpc.too_deep(request_id))]
+        asked = self.passthrough.begin(request_id, method, params)
+        if not asked:  # no server, or none whose entries of this list the principal may see
+            return [self._answer(_result(request_id, {LISTS[method]: []}))]
         actions: list[Action] = []
-        for name, request in self.passthrough.begin(request_id, method, params):
+        for name, request in asked:
             cached = self.servers[name].cached(method, now)
             if cached is not None:  # from its manifest: not started
                 part = {"id": request["id"], "result": {LISTS[method]: cached}}

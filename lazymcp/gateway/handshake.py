@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
+from lazymcp.access.policy import Grant
 from lazymcp.core.entries import ServerEntry
 from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.surfaces.instructions import Group, written
@@ -27,16 +28,23 @@ def negotiated(version: object) -> str:
 
 
 def instructions(
-    entries: Iterable[ServerEntry], separator: str, tools: Mapping[str, Sequence[str]], *, every: bool = True
+    entries: Iterable[ServerEntry], separator: str, tools: Mapping[str, Sequence[str]], grant: Grant | None = None
 ) -> str:
     """The gateway's ``initialize`` instructions, within 4 KiB: each server's prefix, what it is for, how many
-    tools it has and a few of their names (``tools``: each server's, by gateway name). ``every``: list a
-    server none of whose tools are known yet too (false for a session granted only some tools)."""
+    tools it has and a few of their names (``tools``: each server's, by gateway name). With a ``grant``
+    (``lazymcp.access.policy``), only the servers the principal has something of: a tool, their resources,
+    or a pattern naming the server itself (its tools not known yet)."""
     lead = "One endpoint for these MCP servers; each tool's name starts with its server's:"
+
+    def shown(name: str) -> bool:
+        if grant is None or tools.get(name):
+            return True
+        return grant.resources(name, separator) or grant.names_server(name, separator)
+
     groups = [
         Group(f"{entry.name}{separator}", entry.description or entry.category, tools.get(entry.name, ()))
         for entry in entries
-        if every or tools.get(entry.name)
+        if shown(entry.name)
     ]
     return written(lead, groups)
 
@@ -80,12 +88,12 @@ class Handshakes:
     """Who the gateway is: its ``serverInfo``, and its ``clientInfo`` when the client names none."""
     tools: Callable[[], Mapping[str, Sequence[str]]] = dict
     """Each server's tools in the session's catalog, by gateway name (its instructions name a few)."""
-    every: bool = True
-    """The session may use every tool: a server whose tools are not known yet is described too."""
+    grant: Grant | None = None
+    """What the session's principal may use: only the servers it has something of are described; None: all."""
 
     def result(self, version: object) -> dict[str, Any]:
         """The gateway's ``initialize`` result for a client that asked for protocol ``version``."""
-        described = instructions(self.entries, self.separator, self.tools(), every=self.every)
+        described = instructions(self.entries, self.separator, self.tools(), self.grant)
         return server_result(version, described, self.options, self.info)
 
     def params(self, client: Mapping[str, Any] | None, *, wait: bool) -> dict[str, Any] | None:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
+from lazymcp.access.policy import Grant
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.errors import ErrorCode
@@ -61,14 +62,27 @@ class Passthrough:
     """What the operator should read on stderr, taken by ``take_notes``."""
     shadowed: set[str] = field(default_factory=lambda: set())
     """The URIs two servers list that a note has named (once each)."""
+    grant: Grant | None = None
+    """What the session's principal may use (``lazymcp.access.policy``): prompts by their gateway names, a
+    server's resources and templates by ``<server><separator>resources``; None: everything."""
+
+    def sees(self, server: str, method: str) -> bool:
+        """May the principal see anything of ``server``'s in the list ``method`` (else it is not asked)?"""
+        grant, separator = self.grant, self.names.separator
+        if grant is None:
+            return True
+        return grant.touches(server, separator) if method == "prompts/list" else grant.resources(server, separator)
 
     def begin(self, request_id: RequestId, method: str, params: Mapping[str, Any]) -> list[tuple[str, Message]]:
         """The request each server gets for a client's list request: (server, request)."""
+        servers = [server for server in self.servers if self.sees(server, method)]
+        if not servers:
+            return []
         self.count += 1
         key = f"{PREFIX}{self.count}-"
-        self.gathers[key] = Gather(request_id, method, set(self.servers))
+        self.gathers[key] = Gather(request_id, method, set(servers))
         plain = {k: v for k, v in params.items() if k != "cursor"}  # one page of each server
-        return [(s, {"jsonrpc": "2.0", "id": f"{key}{s}", "method": method, "params": plain}) for s in self.servers]
+        return [(s, {"jsonrpc": "2.0", "id": f"{key}{s}", "method": method, "params": plain}) for s in servers]
 
     def method_of(self, server: str, request_id: object) -> str | None:
         """The list method of a part still awaited from ``server`` (None: no such part)."""
@@ -117,7 +131,7 @@ class Passthrough:
                 entry = cast(dict[str, Any], entry)
                 if gather.method == "prompts/list" and isinstance(entry.get("name"), str):
                     name = self.names.name(server, entry["name"])
-                    if not _first(listers, name, server):
+                    if (self.grant is not None and not self.grant(name)) or not _first(listers, name, server):
                         continue
                     self.names.owners[name] = (server, entry["name"])
                     entry = {**entry, "name": name}
@@ -150,14 +164,14 @@ class Passthrough:
             return self._by_uri(params.get("uri"), dict(params))
         if method == "prompts/get":
             owner = self._prompt(params.get("name"))
-            if owner is None:
+            if owner is None or not self._granted(params.get("name")):
                 return f"Unknown prompt: {params.get('name')!r}"
             return owner[0], {**params, "name": owner[1]}
         ref = params.get("ref")
         ref = cast(dict[str, Any], ref) if isinstance(ref, dict) else {}
         if ref.get("type") == "ref/prompt":
             owner = self._prompt(ref.get("name"))
-            if owner is None:
+            if owner is None or not self._granted(ref.get("name")):
                 return f"Unknown prompt: {ref.get('name')!r}"
             return owner[0], {**params, "ref": {**ref, "name": owner[1]}}
         return self._by_uri(ref.get("uri"), dict(params))
@@ -177,11 +191,15 @@ class Passthrough:
         original = name.removeprefix(f"{owners[0]}{self.names.separator}")
         return (owners[0], original) if original else None
 
+    def _granted(self, name: object) -> bool:
+        """May the principal use the prompt of this gateway name (the same rule as its tools)?"""
+        return self.grant is None or (isinstance(name, str) and self.grant(name))
+
     def _by_uri(self, uri: object, params: dict[str, Any]) -> tuple[str, dict[str, Any]] | str:
         if not isinstance(uri, str):
             return "Invalid params: 'uri' must be a string"
         server = self.resources.get(uri) or self.schemes.get(uri.partition(":")[0])
-        if server is None:
+        if server is None or (self.grant is not None and not self.grant.resources(server, self.names.separator)):
             return f"Unknown resource: {uri!r} (list resources first)"
         return server, params
 

@@ -129,6 +129,9 @@ class Servers:
     first_list_wait: float | None = FIRST_LIST_WAIT
     """Seconds a ``tools/*`` request waits for the first lists of starting servers (None: no bound but theirs)."""
     table: dict[str, Server] = field(init=False)
+    retiring: dict[str, tuple[ServerEntry, Manifest | None] | None] = field(default_factory=lambda: {})
+    """Servers to stop once they owe nothing (the configuration changed: ``lazymcp.gateway.reconfigure``), by
+    name: each one's new entry and manifest (None: removed)."""
     _listing_deadline: float = field(init=False, default=float("inf"))
 
     def __post_init__(self) -> None:

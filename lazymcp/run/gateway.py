@@ -11,34 +11,28 @@ import logging
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
-from lazymcp.access.policy import ANONYMOUS, Grant, Principal, check_policy
-from lazymcp.access.ratelimit import Counter, Limiter, MemoryCounter, Rate
-from lazymcp.core.entries import ServerEntry
+from lazymcp.access.policy import ANONYMOUS, check_policy
+from lazymcp.access.ratelimit import Counter, Limiter, MemoryCounter
 from lazymcp.gateway.config import GatewayConfig
-from lazymcp.gateway.front import Gateway, Seed
+from lazymcp.gateway.front import Gateway
 from lazymcp.gateway.lifecycle import State
-from lazymcp.gateway.merged import DEFAULT_BUDGET
-from lazymcp.gateway.namespace import unusable
 from lazymcp.gateway.passthrough import LISTS
 from lazymcp.gateway.reading import read_config
 from lazymcp.local import environment
 from lazymcp.local.files import cache_dir
 from lazymcp.protocol.errors import ConfigError
 from lazymcp.protocol.jsonrpc import Frame
-from lazymcp.protocol.limits import EXPIRE_EVERY, FIRST_LIST_WAIT, Limits
-from lazymcp.protocol.messages import Mode
+from lazymcp.protocol.limits import EXPIRE_EVERY
 from lazymcp.run import observe, traces
 from lazymcp.run.connections import for_principal
 from lazymcp.run.driver import Driver
+from lazymcp.run.gateway_build import Launch, build_gateway
 from lazymcp.run.manifests import ManifestStore
 from lazymcp.run.notices import LOGGER, plural, say, start_line
-from lazymcp.run.wire import sdk_serializer
 from lazymcp.surfaces.options import Options
-from lazymcp.tools.manifest import DEFAULT_TTL, Manifest
-from lazymcp.tools.packed import Packed
 
 if TYPE_CHECKING:
     from lazymcp.access.bearer import Access
@@ -49,97 +43,6 @@ if TYPE_CHECKING:
 
 STILL_WAITING_EVERY = 5.0
 """Seconds between two lines naming the servers whose first tool list is still awaited (``refresh``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """How to run the gateway: the configuration and the command line's choices."""
-
-    config: GatewayConfig
-    options: Options
-    mode: str | None = None
-    budget: int | None = None
-    limits: Limits = Limits()
-    eager: bool = False
-    refresh: bool = False
-    ttl: float = DEFAULT_TTL
-    first_list_wait: float | None = FIRST_LIST_WAIT
-    rate_limit: Rate | None = None
-    """Each principal's ``tools/call`` requests may come at most at this rate (``--rate-limit``)."""
-    metrics: tuple[str, int] | None = None
-    """Serve ``/metrics`` at this address apart from ``/mcp`` (``--metrics``)."""
-    audit: bool = False
-    """Write an audit line per call on stderr (``--log-level info`` or ``debug`` asked for)."""
-    audit_file: str | None = None
-    """Append the audit lines to this file instead (``--audit-file``)."""
-
-
-def build_gateway(
-    launch: Launch,
-    store: ManifestStore | None,
-    seed: Seed | None = None,
-    grant: Grant | None = None,
-    *,
-    principal: Principal = ANONYMOUS,
-    limiter: Limiter | None = None,
-) -> Gateway:
-    """The core over the enabled servers, with their manifests (none when refreshing), for ``principal``;
-    its catalog is ``seed``'s when that was built from the same manifests and grant, and holds only the
-    tools ``grant`` allows (None: every tool); its calls count against ``limiter``'s rates.
-
-    Raises:
-        ConfigError: two tools get one name.
-    """
-    from lazymcp.version import __version__
-
-    config = launch.config
-    manifests: dict[str, Manifest | None] = {}
-    if store is not None and not launch.refresh:
-        manifests = {entry.name: _usable(store, entry, config.separator) for entry in config.enabled}
-        manifests = {n: m and replace(m, lists=m.fresh_lists(launch.ttl)) for n, m in manifests.items()}
-    stale = frozenset(name for name, m in manifests.items() if m is not None and not m.fresh(launch.ttl))
-    try:
-        mode = launch.mode or config.mode or "auto"
-        hosts = tuple((host, cast(Mode, chosen)) for host, chosen in config.hosts) + launch.options.hosts
-        options = launch.options if launch.mode or mode == "auto" else replace(launch.options, mode=cast(Mode, mode))
-        return Gateway(
-            config.enabled,
-            replace(options, by_host=mode == "auto", hosts=hosts),
-            manifests,
-            separator=config.separator,
-            timeout=launch.limits.timeout,
-            client_timeout=launch.limits.client_timeout,
-            serialize=sdk_serializer,
-            mode=mode,
-            budget=launch.budget or config.budget or DEFAULT_BUDGET,
-            stale=stale,
-            client_info={"name": "lazymcp-gateway", "version": __version__},
-            seed=seed,
-            first_list_wait=launch.first_list_wait,
-            grant=grant,
-            principal=principal,
-            limiter=limiter,
-            observe=observe.watching(),
-        )
-    except ConfigError as exc:
-        raise ConfigError(f"{config.source}: {exc.message}") from None
-
-
-def _usable(store: ManifestStore, entry: ServerEntry, separator: str) -> Manifest | None:
-    """A server's manifest, unless it cannot be served (then the server is listed afresh, and the file
-    is named once on stderr)."""
-    manifest = store.load(entry.identity())
-    if manifest is None:
-        return None
-    names = manifest.tools.names if isinstance(manifest.tools, Packed) else [t["name"] for t in manifest.tools]
-    reason = unusable(entry.name, names, separator)
-    if reason is None:
-        return manifest
-    path = store.path(entry.identity())
-    if path not in store.ignored:
-        store.ignored.add(path)
-        say("gateway", f"ignoring the manifest {path} of server {entry.name!r}: {reason}; listing it afresh")
-    return None
 
 
 async def refresh(launch: Launch, redis_url: str | None = None) -> int:
@@ -241,6 +144,8 @@ def run_gateway(
     allow_origins: tuple[str, ...] = (),
     cluster: tuple[str, str] | None = None,
     secrets: PrincipalSecrets | None = None,
+    token_file: str | None = None,
+    secrets_file: str | None = None,
     **choices: Any,
 ) -> int:
     """``lazymcp gateway --config FILE``: returns the exit status.
@@ -271,8 +176,14 @@ def run_gateway(
         from lazymcp.run.gateway_http import Front, serve_http
 
         apart = launch.metrics is not None
+        from lazymcp.run.reload import Cores, Files
+
         front = Front(config, launch.limits, http, launch.eager, access, allow_hosts, allow_origins, apart, secrets)
-        return serve_http(front, _session_cores(launch, store, first.seed, limiter), store, peers, metrics)
+        cores = Cores(launch, store, first.seed, limiter)
+        files = Files(path, project, token_file, secrets_file)
+        return serve_http(
+            front, cores, store, peers, metrics, (files, lambda renewed: _checked(renewed, store, access))
+        )
     policy = config.access
     if policy is not None or limiter is not None:  # a stdio client shows no credentials: it is anonymous
         first = build_gateway(launch, store, first.seed, policy and policy.grant(ANONYMOUS), limiter=limiter)
@@ -314,6 +225,16 @@ def _store(config: GatewayConfig, cluster: tuple[str, str] | None) -> tuple[Mani
     return store, peers
 
 
+def _checked(launch: Launch, store: ManifestStore, access: Access | None) -> None:
+    """A configuration read again can be served: its tools take distinct names, and its policy names what
+    is there.
+
+    Raises:
+        ConfigError: it cannot.
+    """
+    _check_access(build_gateway(launch, store), launch.config, access)
+
+
 def _check_access(first: Gateway, config: GatewayConfig, access: Access | None) -> None:
     """A policy pattern naming no server or no tool stops the gateway; a token name the token file does not
     know is said on stderr.
@@ -332,22 +253,3 @@ def _check_access(first: Gateway, config: GatewayConfig, access: Access | None) 
             "gateway",
             f"{config.source}: 'lazymcp.access' names {', '.join(map(repr, unknown))}, no token of the token file",
         )
-
-
-def _session_cores(
-    launch: Launch, store: ManifestStore, seed: Seed | None, limiter: Limiter | None
-) -> Callable[[Principal | None, Grant | None], Gateway]:
-    """How an HTTP front builds each session's core, for the principal that opens it (grant None: the
-    principal's own), over one catalog for each grant while its manifests last (``seed``: the first core's);
-    with no principal, a core of the grant's (None: every tool), which nothing starts: what the status shows."""
-    policy = launch.config.access
-    seeds: dict[Grant | None, Seed | None] = {None: seed}
-
-    def session_core(principal: Principal | None, grant: Grant | None) -> Gateway:
-        if principal is not None and policy is not None:
-            grant = policy.grant(principal)
-        core = build_gateway(launch, store, seeds.get(grant), grant, principal=principal or ANONYMOUS, limiter=limiter)
-        seeds[grant] = core.seed
-        return core
-
-    return session_core

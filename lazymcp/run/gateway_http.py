@@ -8,9 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lazymcp.access.policy import Grant, Principal
 from lazymcp.gateway.config import GatewayConfig
-from lazymcp.gateway.front import Gateway
 from lazymcp.protocol.limits import Limits
 from lazymcp.run import observe
 
@@ -20,9 +18,11 @@ if TYPE_CHECKING:
     from lazymcp.access.bearer import Access
     from lazymcp.access.secrets import PrincipalSecrets
     from lazymcp.run.cluster import Cluster
+    from lazymcp.run.gateway_build import Launch
     from lazymcp.run.http_front import HttpFront
     from lazymcp.run.manifests import ManifestStore
     from lazymcp.run.metrics import Metrics
+    from lazymcp.run.reload import Cores, Files
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,20 +44,24 @@ class Front:
 
 def serve_http(
     front_of: Front,
-    cores: Callable[[Principal | None, Grant | None], Gateway],
+    cores: Cores,
     store: ManifestStore,
     peers: Cluster | None,
     metrics: Metrics | None,
+    reload: tuple[Files, Callable[[Launch], None]] | None = None,
 ) -> int:
     """Serve the gateway's clients at ``/mcp`` until a signal; the exit status. ``cores(principal, grant)``
     builds a core: a session's for its principal (grant None: the principal's own), or, with no principal,
-    one of the grant's, whose tools and listing the status shows."""
+    one of the grant's, whose tools and listing the status shows. With ``reload`` (the files, and the check
+    a configuration read again must pass), the files are read again on SIGHUP and as they change
+    (``lazymcp.run.reload``)."""
     from lazymcp.run.http_front import IDLE_SECONDS, HttpFront
     from lazymcp.run.http_serve import serve_front
     from lazymcp.run.shared_servers import SharedServers
     from lazymcp.run.status import Recent, Status, status_routes
     from lazymcp.version import __version__
 
+    servers = SharedServers(IDLE_SECONDS, front_of.secrets)
     recent = Recent()
     observe.watch(recent)  # before any session's core: each then reports its calls
     front = HttpFront(
@@ -71,8 +75,12 @@ def serve_http(
         eager=front_of.eager,
         name="gateway",
         cluster=peers,
-        connector=SharedServers(IDLE_SECONDS, front_of.secrets).connector,  # a principal's sessions share its servers
+        connector=servers.connector,  # a principal's sessions share its servers
     )
+    if reload is not None:
+        from lazymcp.run.reload import Reloader
+
+        front.watcher = Reloader(reload[0], cores, front, servers, reload[1])
     config = front_of.config
     status = Status(
         front, lambda grant: cores(None, grant), config.access, recent, source=config.source, version=__version__

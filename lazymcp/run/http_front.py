@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -45,10 +45,9 @@ from lazymcp.core.actions import Core
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.errors import ErrorCode, InvalidParams
 from lazymcp.protocol.jsonrpc import Frame
-from lazymcp.protocol.limits import DropOldest, Limits
+from lazymcp.protocol.limits import Limits
 from lazymcp.run.driver import Driver
 from lazymcp.run.health import health_routes
-from lazymcp.run.http_answers import ANSWER_GRACE, Waiting, answered, takes_events
 from lazymcp.run.http_checks import (
     SESSION_HEADER,
     Guard,
@@ -61,6 +60,7 @@ from lazymcp.run.http_checks import (
     speaks_modern,
     with_trace_context,
 )
+from lazymcp.run.http_requests import answer, notify
 from lazymcp.run.http_sessions import HttpSession, busy, event_stream, new_session, session_hash, session_of
 from lazymcp.surfaces.hosts import asked_mode
 
@@ -70,6 +70,15 @@ if TYPE_CHECKING:
     from lazymcp.run.cluster import Cluster
     from lazymcp.run.connections import Connection
     from lazymcp.run.manifests import ManifestStore
+
+
+class Beside(Protocol):
+    """Work beside the sessions, started and stopped with the front (``HttpFront.watcher``)."""
+
+    def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
 
 IDLE_SECONDS = 30 * 60
 """A 2025 client session with no request for this long is ended (clients often never send DELETE)."""
@@ -115,6 +124,9 @@ class HttpFront:
         """Whether new sessions are taken: from start-up done to shutdown begun (``/readyz``)."""
         self.cluster = cluster
         """The instances this one shares its sessions with (``--redis``); None: it stands alone."""
+        self.watcher: Beside | None = None
+        """What runs beside the sessions while the front serves (the gateway's reloading): started once
+        the front accepts sessions, stopped before they close."""
 
     def stopping(self) -> None:
         """A signal arrived: answer every POST still waiting and reap the upstreams, so that the server's
@@ -130,8 +142,12 @@ class HttpFront:
             if self.cluster is not None:
                 await self.cluster.start(self.sessions, self.drivers)
             self.accepting = True
+            if self.watcher is not None:
+                self.watcher.start()
             yield
             self.accepting = False
+            if self.watcher is not None:
+                await self.watcher.stop()
             await self.close()
             if self.cluster is not None:
                 await self.cluster.aclose()
@@ -167,6 +183,18 @@ class HttpFront:
         others = self._closing - {asyncio.current_task()}
         if others:
             await asyncio.gather(*others, return_exceptions=True)
+
+    def end(self, which: Callable[[object], bool], reason: str) -> int:
+        """End the sessions of the principals ``which`` picks (their next request gets 404, or 401 with a
+        token no longer valid); how many."""
+        ended = 0
+        for table in self._tables():
+            for key, side in list(table.items()):
+                if which(side.principal):
+                    del table[key]
+                    self._reap_later(side, reason)
+                    ended += 1
+        return ended
 
     def _reap_later(self, side: HttpSession, reason: str) -> None:
         task = asyncio.ensure_future(side.close(reason))
@@ -315,53 +343,5 @@ class HttpFront:
         if side.held and method not in (None, "notifications/cancelled"):
             return busy(message.get("id"), side.held)
         if method is None or "id" not in message:  # a notification, or the client's answer to the server
-            return self._notify(side, frame)
-        return await self._request(request, side, frame, headers)
-
-    def _notify(self, side: HttpSession, frame: Frame) -> Response:
-        message = frame.message
-        if message.get("method") == "notifications/cancelled":
-            if side.remap_ids:
-                return Response(status_code=202)  # it could name any client's request: close the POST instead
-            cancelled = jsonrpc.field(message.get("params"), "requestId")
-            waiter = side.waiting.pop(jsonrpc.id_key(cancelled), None)  # the id is free again
-            if waiter is not None and not waiter.done():  # the POST still waiting gets its end
-                error = jsonrpc.error_message(cancelled, ErrorCode.REQUEST_CANCELLED, "Request cancelled")
-                waiter.set_result(Frame(error))
-        side.driver.from_client(frame)
-        return Response(status_code=202)
-
-    async def _request(self, request: Request, side: HttpSession, frame: Frame, headers: dict[str, str]) -> Response:
-        message = frame.message
-        method = message["method"]
-        original = message["id"]
-        client_token = jsonrpc.params_meta(message).get("progressToken")
-        token = client_token
-        if side.remap_ids:
-            key: object = side.next_id()
-            message = {**message, "id": key}
-            meta = jsonrpc.params_meta(message)
-            if "progressToken" in meta:  # unique upstream too: another client may use the same token
-                params = cast(dict[str, object], message["params"])
-                token = f"{key}"
-                message["params"] = {**params, "_meta": {**meta, "progressToken": token}}
-            frame = Frame(message)
-        else:
-            key = original
-            if jsonrpc.id_key(key) in side.waiting:
-                return error_response(
-                    original, 409, "Invalid request: this id is already in use by a request in flight"
-                )
-        waiter: asyncio.Future[Frame] = asyncio.get_running_loop().create_future()
-        side.waiting[jsonrpc.id_key(key)] = waiter
-        if method == "tools/call":  # for its audit line: the client's own id and address
-            side.calls[jsonrpc.id_key(key)] = (original, request.client.host if request.client else None)
-        if method == "subscriptions/listen":
-            side.listens[key] = DropOldest(self.limits.event_buffer, side._dropping)  # pyright: ignore[reportPrivateUsage]
-        related = side.follow(token) if token is not None and takes_events(request) else None  # before any comes
-        seconds = self.limits.wait + ANSWER_GRACE
-        waiting = Waiting(side, key, original, method, waiter, seconds, token, client_token, related)
-        side.driver.from_client(frame)
-        if method == "subscriptions/listen":
-            return event_stream(side.listens[key], (waiter, key, original, side), side)
-        return await answered(request, waiting, headers)
+            return notify(side, frame)
+        return await answer(request, side, frame, headers, self.limits)

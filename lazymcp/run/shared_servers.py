@@ -270,16 +270,24 @@ class SharedServers:
     def connector(self, principal: Principal) -> Callable[..., Connection]:
         """How a session of ``principal`` reaches its servers (a ``Driver``'s ``connector``)."""
 
-        def connector(entry: ServerEntry, *, isolated: bool) -> Connection:
+        def direct(entry: ServerEntry, *, isolated: bool) -> Connection:
             if entry.remote or entry.share == "session" or not isolated:
                 return connect(entry, isolated=isolated)
             return Lease(self, (principal, entry.name), entry)
 
-        return for_principal(self.secrets, principal.describe(), connector)
+        def connector(entry: ServerEntry, *, isolated: bool) -> Connection:  # the secrets as they are now
+            return for_principal(self.secrets, principal.describe(), direct)(entry, isolated=isolated)
+
+        return connector
 
     def process(self, key: Key, entry: ServerEntry) -> _Process:
-        """The principal's running process of the server, started now when there is none."""
+        """The principal's running process of the server, started now when there is none, or when the one
+        running was started from another entry (the configuration changed: it serves its sessions until they
+        leave it, and is stopped then)."""
         process = self.processes.get(key)
+        if process is not None and process.entry != entry:
+            self.forget(process)
+            process = None
         if process is None:
             process = self.processes[key] = _Process(self, key, entry)
             if self.idle_timeout and self._timer is None:

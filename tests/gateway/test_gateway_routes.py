@@ -17,6 +17,9 @@ from typing import Any
 import anyio
 import pytest
 
+from lazymcp.access.policy import Grant
+from lazymcp.core.entries import ServerEntry
+from lazymcp.gateway.handshake import instructions
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.gateway.passthrough import LISTS, Passthrough
 from lazymcp.protocol.errors import ConfigError
@@ -197,3 +200,30 @@ def test_server_names_whose_prefixes_begin_one_another_are_refused_when_the_conf
     assert [entry.name for entry in read_config(str(path)).enabled] == [n for n in servers if n != pair[1]]
     first, second = pair
     assert refused.value.message.startswith(f"{path}: servers {first!r} and {second!r} make names ambiguous")
+
+
+# --- the access policy over prompts and resources ---------------------------------------------------
+
+
+def test_prompts_and_resources_follow_the_grant_and_a_server_with_nothing_granted_is_not_asked() -> None:
+    """``a__*`` grants a's tools, prompts and resources; ``*__get_*`` a prompt of b's by its gateway name but
+    never b's resources (``b__resources``), nor c's, whose resource lists are not asked for, and whose reads,
+    subscriptions and completions are unknown; with ``a__get_*`` only, b is asked for no list at all."""
+    grant = Grant(("a__*", "*__get_*"))
+    passthrough = Passthrough(["a", "b", "c"], Namespace(), grant=grant)
+    prompts, _ = listing(passthrough, "prompts/list", {"a": [{"name": "x"}], "b": [{"name": "get_y"}, {"name": "z"}]})
+    asked = [server for server, _ in passthrough.begin(2, "resources/list", {})]
+    assert [entry["name"] for entry in prompts] == ["a__x", "b__get_y"]
+    assert [server for server, _ in passthrough.begin(3, "prompts/list", {})] == ["a", "b", "c"]  # *__get_*
+    assert asked == ["a"]
+    assert passthrough.route("prompts/get", {"name": "b__z"}) == "Unknown prompt: 'b__z'"
+    assert passthrough.route("prompts/get", {"name": "c__get_w"}) == ("c", {"name": "get_w"})  # granted by name
+    passthrough.schemes.update({"b": "b", "a": "a"})
+    assert passthrough.route("resources/read", {"uri": "a://1"}) == ("a", {"uri": "a://1"})
+    assert passthrough.route("resources/subscribe", {"uri": "b://1"}).startswith("Unknown resource")
+    complete = {"ref": {"type": "ref/resource", "uri": "b://1"}, "argument": {"name": "n", "value": ""}}
+    assert passthrough.route("completion/complete", complete).startswith("Unknown resource")
+    nothing = Passthrough(["a", "b"], Namespace(), grant=Grant(("a__get_*",)))
+    assert [server for server, _ in nothing.begin(1, "prompts/list", {})] == ["a"]
+    assert nothing.begin(2, "resources/list", {}) == []
+    assert instructions([ServerEntry("a"), ServerEntry("b")], "__", {}, Grant(("a__*",))).count("b__") == 0

@@ -1,0 +1,183 @@
+"""A team's gateway changes without a restart: SIGHUP does not stop it, and an edit of the token file, the
+principals' secrets or the configuration applies to the running sessions (a removed token's sessions end
+and its processes stop, an added one works at once; a changed server restarts alone, a new one joins, a
+new policy applies, and clients hear ``list_changed``); an edit that does not load keeps the last good
+state. Real gateway processes over HTTP, real SDK clients and server processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, types
+from mcp.client.streamable_http import streamable_http_client
+
+from ..conftest import exited, free_port, until
+from ..raw import INIT, PID_SERVER, TIMEOUT, listening, mcp_url, open_session, pid_of, post, request, tool_call
+
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+
+def write_config(path: Path, servers: dict[str, dict[str, Any]], access: dict[str, Any] | None = None) -> None:
+    """Written whole, as an editor saves: the gateway never reads half of it."""
+    body: dict[str, Any] = {"mcpServers": servers}
+    if access is not None:
+        body["lazymcp"] = {"access": access}
+    draft = path.with_suffix(".draft")
+    draft.write_text(json.dumps(body))
+    draft.replace(path)
+
+
+def pid_entry(**env: str) -> dict[str, Any]:
+    return {"command": PID_SERVER[0], "args": PID_SERVER[1:], "env": env}
+
+
+def write_tokens(path: Path, text: str) -> None:
+    draft = path.with_suffix(".draft")
+    draft.write_text(text)
+    draft.chmod(0o600)
+    draft.replace(path)
+
+
+def command(config: Path, port: int, *flags: str) -> list[str]:
+    return [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), "--http", f"127.0.0.1:{port}", *flags]
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def initialize_status(port: int, token: str) -> int:
+    status, _ = await post(port, request(1, "initialize", INIT), bearer(token))
+    return status
+
+
+@pytest.mark.anyio
+async def test_sighup_and_token_edits_apply_without_a_restart(tmp_path: Path) -> None:
+    config, tokens, stderr = tmp_path / "mcp.json", tmp_path / "tokens", tmp_path / "stderr"
+    write_config(config, {"p": pid_entry()})
+    write_tokens(tokens, "alice: token-a\nbob: token-b\n")
+    port = free_port()
+    url = mcp_url(port)
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    flags = ["--token-file", str(tokens), "--log-level", "info"]
+    with stderr.open("wb") as sink:
+        async with listening(command(config, port, *flags), port, env=env, stderr=sink.fileno()) as gateway:
+            with anyio.fail_after(TIMEOUT * 2):
+                alice_http = httpx2.AsyncClient(headers=bearer("token-a"))
+                bob_http = httpx2.AsyncClient(headers=bearer("token-b"))
+                async with (
+                    alice_http,
+                    bob_http,
+                    Client(streamable_http_client(url, http_client=alice_http), mode="legacy") as alice,
+                    Client(streamable_http_client(url, http_client=bob_http), mode="legacy") as bob,
+                ):
+                    bob_pid = int(pid_of({"result": (await bob.call_tool("p__whoami", {})).model_dump()}))
+                    os.kill(gateway.pid, signal.SIGHUP)
+                    await until(lambda: b"read again" in stderr.read_bytes(), within=TIMEOUT, what="SIGHUP read")
+                    assert gateway.returncode is None
+                    assert await initialize_status(port, "token-c") == 401
+                    write_tokens(tokens, "alice: token-a\ncarol: token-c\n")
+
+                    async def carol_in() -> bool:
+                        return await initialize_status(port, "token-c") == 200
+
+                    await until(carol_in, within=TIMEOUT, what="carol's token lets her in")
+                    await exited(bob_pid, within=TIMEOUT)
+                    with pytest.raises(Exception):  # noqa: B017 - the SDK raises its transport's error on 401
+                        await bob.list_tools()
+                    listed = await alice.list_tools()
+    assert "p__whoami" in [tool.name for tool in listed.tools]
+    said = stderr.read_text()
+    assert "token-" not in said  # no token is ever written out
+
+
+@pytest.mark.anyio
+async def test_a_config_edit_restarts_only_what_changed_and_a_bad_edit_keeps_the_last_good(tmp_path: Path) -> None:
+    config, stderr = tmp_path / "mcp.json", tmp_path / "stderr"
+    write_config(config, {"a": pid_entry(), "b": pid_entry()})
+    port = free_port()
+    url = mcp_url(port)
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    changed = anyio.Event()
+    heard: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            heard.append("tools")
+            changed.set()
+
+    async def pid(client: Client, tool: str) -> int:
+        return int(pid_of({"result": (await client.call_tool(tool, {})).model_dump()}))
+
+    with stderr.open("wb") as sink:
+        async with listening(command(config, port, "--log-level", "info"), port, env=env, stderr=sink.fileno()):
+            with anyio.fail_after(TIMEOUT * 2):
+                async with Client(streamable_http_client(url), mode="legacy", message_handler=on_message) as client:
+                    a_before, b_before = await pid(client, "a__whoami"), await pid(client, "b__whoami")
+                    write_config(config, {"a": pid_entry(), "b": pid_entry(EDITED="1"), "c": pid_entry()})
+                    while "c__whoami" not in [tool.name for tool in (await client.list_tools()).tools]:
+                        await changed.wait()
+                        changed = anyio.Event()
+                    await exited(b_before, within=TIMEOUT)
+                    a_after, b_after = await pid(client, "a__whoami"), await pid(client, "b__whoami")
+                    c_pid = await pid(client, "c__whoami")
+
+                    config.write_text('{"mcpServers": {"a": ')  # an edit half done: it does not load
+                    await until(
+                        lambda: b"keeping the configuration in force" in stderr.read_bytes(),
+                        within=TIMEOUT,
+                        what="the bad edit said",
+                    )
+                    kept = await pid(client, "c__whoami")
+
+                    write_config(config, {"a": pid_entry(), "b": pid_entry(EDITED="1")}, {"*": {"allow": ["a__*"]}})
+                    while "c__whoami" in [tool.name for tool in (await client.list_tools()).tools]:
+                        await changed.wait()
+                        changed = anyio.Event()
+                    await exited(c_pid, within=TIMEOUT)
+                    names = [tool.name for tool in (await client.list_tools()).tools]
+                    refused = await client.call_tool("b__whoami", {})
+    assert a_after == a_before  # unchanged: never restarted
+    assert b_after != b_before  # changed: restarted from its new entry
+    assert kept == c_pid
+    assert "a__whoami" in names and "b__whoami" not in names  # the new policy, applied to the running session
+    assert refused.is_error
+    said = stderr.read_text()
+    bad = [line for line in said.splitlines() if "keeping the configuration in force" in line]
+    assert len(bad) == 1 and "Traceback" not in said
+    assert "added c; changed b" in said
+
+
+@pytest.mark.anyio
+async def test_a_principals_changed_values_end_its_sessions_and_its_servers_start_with_the_new_ones(
+    tmp_path: Path,
+) -> None:
+    config, tokens, secrets = tmp_path / "mcp.json", tmp_path / "tokens", tmp_path / "secrets"
+    write_config(config, {"p": pid_entry(VALUE="${principal:VALUE}")})
+    write_tokens(tokens, "alice: token-a\nbob: token-b\n")
+    write_tokens(secrets, "[alice]\nVALUE=one\n[bob]\nVALUE=two\n")
+    port = free_port()
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    flags = ["--token-file", str(tokens), "--principal-secrets", str(secrets)]
+    async with listening(command(config, port, *flags), port, env=env):
+        with anyio.fail_after(TIMEOUT * 2):
+            alice = await open_session(port, bearer("token-a"))
+            bob = await open_session(port, bearer("token-b"))
+            alice_pid = int(pid_of((await post(port, tool_call(2, "p__whoami"), alice))[1]))
+            bob_pid = int(pid_of((await post(port, tool_call(2, "p__whoami"), bob))[1]))
+            write_tokens(secrets, "[alice]\nVALUE=three\n[bob]\nVALUE=two\n")
+            await exited(alice_pid, within=TIMEOUT)
+            ended, _ = await post(port, tool_call(3, "p__whoami"), alice)
+            again = await open_session(port, bearer("token-a"))
+            renewed = int(pid_of((await post(port, tool_call(2, "p__whoami"), again))[1]))
+            bob_still = int(pid_of((await post(port, tool_call(3, "p__whoami"), bob))[1]))
+    assert ended == 404
+    assert renewed != alice_pid and bob_still == bob_pid  # bob's values did not change: nor did his server
