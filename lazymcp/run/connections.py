@@ -22,6 +22,7 @@ from lazymcp.access.secrets import PrincipalSecrets, lacking
 from lazymcp.local.environment import passed_on, server_environment
 from lazymcp.protocol.errors import UpstreamError
 from lazymcp.protocol.limits import READ_SIZE, SHUTDOWN_GRACE
+from lazymcp.run.remote import HttpConnection
 from lazymcp.run.server_process import Labelled, not_started
 
 if TYPE_CHECKING:
@@ -246,8 +247,6 @@ def connect(entry: ServerEntry, *, isolated: bool) -> Connection:
     if entry.personal:
         return Refused(lacked(entry, sorted(entry.personal), None))
     if entry.url is not None:
-        from lazymcp.run.remote import HttpConnection  # an HTTP client's import: for a remote server only
-
         return HttpConnection(entry.url, entry.headers, sse=entry.transport == "sse")
     env = server_environment(entry.env, entry.inherit_env) if isolated else passed_on(entry.env)
     return ProcessConnection(entry.command, env, entry.cwd, Labelled(entry.name) if isolated else None)
