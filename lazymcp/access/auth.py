@@ -9,7 +9,6 @@ import os
 from collections.abc import Mapping, Sequence
 
 from lazymcp.access.bearer import Access, open_access, token_access
-from lazymcp.access.oauth import oauth_access
 from lazymcp.local.addresses import is_loopback
 from lazymcp.local.environment import OAUTH_CLIENT_ID, OAUTH_CLIENT_SECRET
 from lazymcp.protocol.errors import ConfigError
@@ -38,6 +37,8 @@ def access_from(
     if token and oauth_issuer:
         raise ConfigError("give a bearer token (--token-file or LAZYMCP_GATEWAY_TOKEN) or --oauth-issuer, not both")
     if oauth_issuer:
+        from lazymcp.access.oauth import oauth_access  # the SDK's OAuth parts: loaded only when they are used
+
         return oauth_access(
             oauth_issuer,
             resource or default_resource(host, port),

@@ -85,7 +85,7 @@ def access_of(args: argparse.Namespace, *, required: bool = True) -> Access | No
     given = token or args.oauth_issuer or args.oauth_resource or args.oauth_scope or args.oauth_introspection
     if not required and not given:
         return None
-    from lazymcp.access.auth import access_from  # loads the SDK: only for a front that checks who comes in
+    from lazymcp.access.auth import access_from  # starlette (and with OAuth the SDK): only for a front that checks
 
     return access_from(
         token,

@@ -11,9 +11,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from mcp import Client
-
-from lazymcp.client import LazyClient, list_all
 from lazymcp.protocol.messages import DETAILS, Tool
 from lazymcp.search.index import describe_ranker
 from lazymcp.surfaces.catalog import Catalog
@@ -73,6 +70,10 @@ async def collect(
     ``target`` is a one-shot transport); it defaults to ``target``. With ``options``, the ``stock``
     row is what lazymcp would serve a stock client in ``options.mode``, computed from the full listing.
     """
+    from mcp import Client  # the SDK's client: not loaded by the proxy's start-up line, which needs the rest
+
+    from lazymcp.client import LazyClient, list_all
+
     listings: dict[str, list[Any]] = {}
     async with LazyClient(target, **client_kwargs) as client:
         server = client.client.server_info.name if client.client.server_info else "?"
