@@ -264,12 +264,26 @@ async def http(
 async def post(
     port: int, message: object, headers: dict[str, str] | None = None, *, sent: anyio.Event | None = None
 ) -> tuple[int, dict[str, Any] | None]:
-    """POST ``message``: the status, and the JSON answer (None when the body is not JSON)."""
+    """POST ``message``: the status, and the JSON answer, whether the body is JSON or an event stream that ends
+    with it (None when it is neither)."""
+    status, answer, _ = await post_streamed(port, message, headers, sent=sent)
+    return status, answer
+
+
+async def post_streamed(
+    port: int, message: object, headers: dict[str, str] | None = None, *, sent: anyio.Event | None = None
+) -> tuple[int, dict[str, Any] | None, list[dict[str, Any]]]:
+    """POST ``message``: the status, the answer, and the messages an event-stream body carried before it (a
+    request's progress, answered on its own POST)."""
     status, _, content = await http(port, "POST", json.dumps(message).encode(), headers, sent=sent)
     try:
-        return status, json.loads(content)
+        return status, json.loads(content), []
     except ValueError:
-        return status, None
+        pass
+    rows = content.decode(errors="replace").splitlines()
+    events = [json.loads(row[5:]) for row in rows if row.startswith("data:") and row[5:].strip()]
+    answers = [event for event in events if "id" in event and ("result" in event or "error" in event)]
+    return status, (answers[-1] if answers else None), [event for event in events if "method" in event]
 
 
 async def open_session(port: int, headers: dict[str, str] | None = None) -> dict[str, str]:

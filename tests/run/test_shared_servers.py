@@ -32,6 +32,7 @@ from ..raw import (
     open_session,
     pid_of,
     post,
+    post_streamed,
     tool_call,
 )
 from .test_cluster import ASKING
@@ -317,11 +318,13 @@ async def test_a_list_change_reaches_every_session_of_the_person_and_no_one_else
                 async with client.stream("GET", f"http://127.0.0.1:{port}/mcp", headers=headers) as stream:
                     status, _ = await post(port, tool_call(3, "c__grow"), first)
                     assert status == 200
-                    async for row in stream.aiter_lines():  # told first (other rows may come before it)
-                        told = json.loads(row[5:]) if row.startswith("data:") else told
+                    listed_by_ada: list[str] = []
+                    async for row in stream.aiter_lines():  # told (an earlier announcement may come first),
+                        told = json.loads(row[5:]) if row.startswith("data:") else {}  # then listing it
                         if told.get("method") == "notifications/tools/list_changed":
-                            break
-            listed_by_ada = await names(second, 4)
+                            listed_by_ada = await names(second, 4)
+                            if "c__extra_1" in listed_by_ada:
+                                break
             listed_by_bob = await names(other, 5)
     assert told.get("method") == "notifications/tools/list_changed"
     assert "c__extra_1" in listed_by_ada
@@ -347,15 +350,18 @@ async def test_progress_reaches_only_the_session_whose_call_it_is(tmp_path: Path
         async with httpx2.AsyncClient(trust_env=False, timeout=TIMEOUT) as client:
             url = f"http://127.0.0.1:{port}/mcp"
             async with client.stream("GET", url, headers=headers) as stream:
-                status, answer = await post(port, call, session)
+                status, answer, before = await post_streamed(port, call, session)
                 assert status == 200 and answer is not None, answer
                 texts.append(answer["result"]["content"][0]["text"])
-                async for row in stream.aiter_lines():  # the reports may come before or after the answer
-                    told: dict[str, Any] = json.loads(row[5:]) if row.startswith("data:") else {}
+                for told in before:  # the reports that came ahead of the answer, on the call's own POST
                     if told.get("method") == "notifications/progress":
                         heard[who].append((told["params"]["progressToken"], told["params"]["progress"]))
-                    if len(heard[who]) >= 3:
-                        break
+                rows = stream.aiter_lines()
+                while len(heard[who]) < 3:  # the others, on the session's event stream
+                    row = await anext(rows)
+                    told = json.loads(row[5:]) if row.startswith("data:") else {}
+                    if told.get("method") == "notifications/progress":
+                        heard[who].append((told["params"]["progressToken"], told["params"]["progress"]))
                 if len(texts) == 2 and not both.is_set():  # both sessions still open: the processes serving
                     running.extend(children(gateway))  # them, taken once (both tasks may see two answers)
                     both.set()
