@@ -355,6 +355,19 @@ async def test_over_http_the_traceparent_header_reaches_an_http_server_as_the_ho
     assert seen_by_server(answer) == {"header": passed_on, "meta": passed_on}
 
 
+async def echo_then_stderr(command: list[str], env: dict[str, str]) -> tuple[dict[str, Any], str]:
+    """A gateway run of ``command`` over stdio that calls ``math__echo`` once: its answer, and all it said on
+    stderr by its end (its input closed)."""
+    async with peer(command, env=env) as p:
+        with anyio.fail_after(TIMEOUT * 2):
+            await p.handshake()
+            await p.send(tool_call(10, "math__echo", text="hi"))
+            answered = await p.answer(10)
+            assert p.process.stdin is not None
+            await p.process.stdin.aclose()
+            return answered, await p.stderr()
+
+
 @pytest.mark.anyio
 async def test_without_the_variable_no_opentelemetry_module_is_loaded(tmp_path: Path) -> None:
     """A gateway not asked for traces (the SDK installed or not) runs its calls without loading any
@@ -370,14 +383,9 @@ async def test_without_the_variable_no_opentelemetry_module_is_loaded(tmp_path: 
         "sys.exit(main())\n"
     )
     command = [sys.executable, "-c", report, "gateway", "--config", str(config(tmp_path)), "--mode", "proxy"]
-    async with peer(command, env={"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "OTEL_TRACES_EXPORTER": ""}) as p:
-        with anyio.fail_after(TIMEOUT * 2):
-            await p.handshake()
-            await p.send(tool_call(10, "math__echo", text="hi"))
-            answered = await p.answer(10)
-            assert p.process.stdin is not None
-            await p.process.stdin.aclose()
-            stderr = await p.stderr()
+    answered, stderr = await echo_then_stderr(
+        command, {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "OTEL_TRACES_EXPORTER": ""}
+    )
     assert "result" in answered
     assert "LOADED [] None" in stderr
 
@@ -403,14 +411,7 @@ async def test_traces_asked_for_without_the_extra_are_one_line_at_start(
     and the extra that brings it, and serves its calls without traces."""
     command = [sys.executable, "-c", BLOCKED, "opentelemetry", "gateway", "--config", str(config(tmp_path))]
     env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "OTEL_TRACES_EXPORTER": "", variable: value}
-    async with peer([*command, "--mode", "proxy"], env=env) as p:
-        with anyio.fail_after(TIMEOUT * 2):
-            await p.handshake()
-            await p.send(tool_call(10, "math__echo", text="hi"))
-            answered = await p.answer(10)
-            assert p.process.stdin is not None
-            await p.process.stdin.aclose()
-            stderr = await p.stderr()
+    answered, stderr = await echo_then_stderr([*command, "--mode", "proxy"], env)
     assert "result" in answered
     said = [line for line in stderr.splitlines() if "OpenTelemetry" in line]
     assert len(said) == 1, stderr
