@@ -16,12 +16,12 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from lazymcp.local.files import write_private
 from lazymcp.protocol.errors import ConfigError
 
 SERVICE = "lazymcp"
@@ -119,12 +119,7 @@ class TokenStore:
         """Write the whole file at once: a new file of mode 0600, moved into place."""
         path = self._path()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            handle, temporary = tempfile.mkstemp(prefix=".tokens-", dir=path.parent)
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(every, out)
-            os.chmod(temporary, 0o600)
-            os.replace(temporary, path)
+            write_private(path, json.dumps(every).encode())
         except OSError as exc:
             raise ConfigError(f"cannot keep the sign-in in {str(path)!r}: {exc.strerror or exc}") from None
 
