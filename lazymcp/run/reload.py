@@ -27,6 +27,7 @@ import os
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lazymcp.access.bearer import TokenAccess
@@ -36,6 +37,7 @@ from lazymcp.access.secrets import PrincipalSecrets
 from lazymcp.gateway.front import Gateway
 from lazymcp.gateway.reading import read_config
 from lazymcp.gateway.reconfigure import reconfigure, settle
+from lazymcp.local.files import read_private
 from lazymcp.protocol.errors import ConfigError
 from lazymcp.run.notices import plural, say
 
@@ -66,16 +68,22 @@ class Files:
     """``--principal-secrets``; None: none."""
 
 
-def fingerprint(path: str) -> tuple[int, int, str] | None:
+Fingerprint = tuple[int, int, str] | None
+"""A watched file's modification time, size and content hash; None while it cannot be read."""
+
+
+def fingerprint(path: str) -> Fingerprint:
     """What tells a file's change: its modification time, its size and a hash of its content; None while it
-    cannot be read."""
+    cannot be read, or is no regular file of at most ``MAX_WATCHED`` bytes (a FIFO put in its place is never
+    opened to wait for a writer)."""
     try:
         found = os.stat(path)
-        with open(path, "rb") as file:
-            digest = hashlib.sha256(file.read(MAX_WATCHED)).hexdigest()
     except OSError:
         return None
-    return found.st_mtime_ns, found.st_size, digest
+    content = read_private(Path(path), MAX_WATCHED)
+    if content is None:
+        return None
+    return found.st_mtime_ns, found.st_size, hashlib.sha256(content).hexdigest()
 
 
 class Cores:
@@ -157,16 +165,19 @@ class Reloader:
                 core = side.driver.core
                 if isinstance(core, Gateway) and core.servers.retiring:
                     side.driver.apply(lambda now, core=core: settle(core, now))
-            changed = [path for path in self._paths() if fingerprint(path) != self.seen.get(path)]
+            found = {path: fingerprint(path) for path in self._paths()}
+            changed = {path: seen for path, seen in found.items() if seen != self.seen.get(path)}
             if changed:
                 self.reload(changed)
 
-    def reload(self, changed: list[str] | None = None) -> None:
-        """Read the files again (``changed``: only these; None: all, as on SIGHUP) and apply them."""
+    def reload(self, changed: Mapping[str, Fingerprint] | None = None) -> None:
+        """Read the files again (``changed``: only these, as just found; None: all, as on SIGHUP) and apply
+        them."""
         self.reloads += 1
-        paths = self._paths() if changed is None else changed
-        for path in paths:
-            self.seen[path] = fingerprint(path)
+        if changed is None:
+            changed = {path: fingerprint(path) for path in self._paths()}
+        self.seen.update(changed)
+        paths = list(changed)
         try:
             if self.files.tokens in paths:
                 self._tokens(self.files.tokens)
