@@ -83,10 +83,9 @@ def serve_http(
 
         front.watcher = Reloader(reload[0], cores, front, servers, reload[1])
     config = front_of.config
-    status = Status(
-        front, lambda grant: cores(None, grant), config.access, recent, source=config.source, version=__version__
-    )
-    routes = [*_metrics_routes(front_of, metrics, front, lambda: cores.launch.config.access), *status_routes(status)]
+    policy: Callable[[], Policy | None] = lambda: cores.launch.config.access  # noqa: E731 - the one in force
+    status = Status(front, lambda grant: cores(None, grant), policy, recent, source=config.source, version=__version__)
+    routes = [*_metrics_routes(front_of, metrics, front, policy), *status_routes(status)]
     return serve_front(front, front_of.http, routes)
 
 

@@ -16,8 +16,8 @@ import anyio
 import httpx2
 import pytest
 
-from ..conftest import SERVERS, free_port, until_listening
-from ..raw import PID_SERVER, TIMEOUT, config_of, http, open_session, post, request, tool_call
+from ..conftest import SERVERS, free_port, until, until_listening
+from ..raw import PID_SERVER, TIMEOUT, config_of, http, http_gateway, open_session, post, request, tool_call
 from ..services import instance, needs_redis, redis_server
 from .test_observe import samples
 
@@ -246,3 +246,25 @@ async def scrape_open(port: int) -> Page:
         page = await client.get(f"http://127.0.0.1:{port}/metrics")
     assert page.status_code == 200, page.text
     return samples(page.text)
+
+
+@pytest.mark.anyio
+async def test_a_policy_edit_granting_metrics_applies_without_a_restart(tmp_path: Path) -> None:
+    from .test_reload import pid_entry, write_config, write_tokens
+
+    config, tokens = tmp_path / "mcp.json", tmp_path / "tokens"
+    write_config(config, {"p": pid_entry()}, {"alice": {"allow": ["p__*"]}})
+    write_tokens(tokens, "alice: tok-alice-1\n")
+    port = free_port()
+    flags = ["--token-file", str(tokens)]
+    url = f"http://127.0.0.1:{port}/metrics"
+    async with http_gateway(config, tmp_path / "cache", port, flags):
+        async with httpx2.AsyncClient(timeout=TIMEOUT, headers=bearer("alice")) as client:
+            refused = await client.get(url)
+            write_config(config, {"p": pid_entry()}, {"alice": {"allow": ["p__*"], "metrics": True}})
+
+            async def granted() -> bool:
+                return (await client.get(url)).status_code == 200
+
+            await until(granted, within=TIMEOUT, what="the new policy's metrics grant")
+    assert refused.status_code == 403
