@@ -39,6 +39,7 @@ from starlette.responses import Response
 
 from lazymcp.protocol.limits import Limits
 from lazymcp.protocol.messages import Tool
+from lazymcp.run import observe
 from lazymcp.run.cluster_lists import SharedLists
 from lazymcp.run.cluster_rates import SharedCounter
 from lazymcp.run.forward import FORWARDED_HEADER, Forwarder, Owner
@@ -268,6 +269,7 @@ class Cluster:
             return None
         if owner.principal != principal_hash(principal_of(request)):  # another principal's: as if there were none
             return None
+        observe.handed_on()
         answer = await self.forwarder.forward(request, owner, limits, lambda: self._still_owned(session_id))
         if answer.status_code == 404:  # the owner is gone, or the session ended: ask Redis next time
             self._owners.pop(session_id, None)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
     from lazymcp.access.bearer import Access
+    from lazymcp.access.policy import Policy
     from lazymcp.access.secrets import PrincipalSecrets
     from lazymcp.run.cluster import Cluster
     from lazymcp.run.gateway_build import Launch
@@ -82,15 +83,17 @@ def serve_http(
 
         front.watcher = Reloader(reload[0], cores, front, servers, reload[1])
     config = front_of.config
-    status = Status(
-        front, lambda grant: cores(None, grant), config.access, recent, source=config.source, version=__version__
-    )
-    routes = [*_metrics_routes(front_of, metrics, front), *status_routes(status)]
+    policy: Callable[[], Policy | None] = lambda: cores.launch.config.access  # noqa: E731 - the one in force
+    status = Status(front, lambda grant: cores(None, grant), policy, recent, source=config.source, version=__version__)
+    routes = [*_metrics_routes(front_of, metrics, front, policy), *status_routes(status)]
     return serve_front(front, front_of.http, routes)
 
 
-def _metrics_routes(front_of: Front, metrics: Metrics | None, front: HttpFront) -> list[BaseRoute]:
-    """``/metrics`` beside the front's ``/mcp``, counting its sessions, unless ``--metrics`` serves it apart."""
+def _metrics_routes(
+    front_of: Front, metrics: Metrics | None, front: HttpFront, policy: Callable[[], Policy | None]
+) -> list[BaseRoute]:
+    """``/metrics`` beside the front's ``/mcp`` (to the principals ``policy()`` grants ``metrics``), counting
+    its sessions, unless ``--metrics`` serves it apart."""
     if metrics is None:
         return []
     metrics.count_sessions(lambda: len(front.sessions) + len(front.moderns))
@@ -98,4 +101,4 @@ def _metrics_routes(front_of: Front, metrics: Metrics | None, front: HttpFront) 
         return []
     from lazymcp.run.metrics import metrics_route
 
-    return [metrics_route(metrics, front)]
+    return [metrics_route(metrics, front, policy)]

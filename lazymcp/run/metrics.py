@@ -10,8 +10,8 @@ The metrics are a ``Watcher`` (``lazymcp.run.observe``) that counts in plain dic
 - ``lazymcp_tool_call_seconds{server}``: how long servers took to answer calls (a histogram);
 - ``lazymcp_server_starts_total{server}``, ``lazymcp_server_failures_total{server}``;
 - ``lazymcp_sessions``: the HTTP front's sessions open now;
-- ``lazymcp_forwarded_total``: requests handed to another gateway instance (none yet: an instance
-  serves all of its sessions itself);
+- ``lazymcp_forwarded_total``: requests this instance handed to the instance that owns their session
+  (``--redis``), counted by the instance that hands them on;
 - ``lazymcp_rate_limited_total``, ``lazymcp_denied_total``: calls refused by a rate limit, by the policy.
 
 The page is written here rather than by ``prometheus-client``, whose writer takes tens of milliseconds
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import BaseRoute
 
+    from lazymcp.access.policy import Policy
     from lazymcp.run.http_front import HttpFront
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -131,6 +132,9 @@ class Metrics(Watcher):
     def server_failed(self, server: str) -> None:
         self.failures.inc(server)
 
+    def handed_on(self) -> None:
+        self.forwarded.inc()
+
     def _histogram(self) -> Iterable[str]:
         name = "lazymcp_tool_call_seconds"
         yield f"# HELP {name} Seconds servers took to answer calls."
@@ -160,17 +164,25 @@ class Metrics(Watcher):
         return ("\n".join(lines) + "\n").encode()
 
 
-def metrics_route(metrics: Metrics, front: HttpFront) -> BaseRoute:
-    """``/metrics`` beside ``/mcp``, behind the same checks."""
+NOT_GRANTED = 'metrics not granted: no key of the access policy that matches you has "metrics": true\n'
+"""The body of the 403 answered to a principal the policy does not grant ``metrics``."""
+
+
+def metrics_route(metrics: Metrics, front: HttpFront, policy: Callable[[], Policy | None]) -> BaseRoute:
+    """``/metrics`` beside ``/mcp``, behind the same checks, then, with an access policy (``policy()``, as
+    it is now), to the principals one of its keys grants ``"metrics": true`` only (others: 403)."""
     from starlette.responses import Response
     from starlette.routing import Route
 
-    from lazymcp.run.http_checks import refused
+    from lazymcp.run.http_checks import principal_of, refused
 
     async def endpoint(request: Request) -> Response:
         denied = await refused(front.guard, front.access, request)
         if denied is not None:
             return denied
+        rules = policy()
+        if rules is not None and not rules.sees_all(principal_of(request)):
+            return Response(NOT_GRANTED, status_code=403, media_type="text/plain")
         return Response(metrics.text(), headers={"Content-Type": CONTENT_TYPE})
 
     return Route("/metrics", endpoint, methods=["GET"])

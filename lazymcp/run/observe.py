@@ -41,6 +41,9 @@ class Watcher:
     def server_failed(self, server: str) -> None:
         """A server failed (it is stopped, and started again on a later call)."""
 
+    def handed_on(self) -> None:
+        """A request was handed to the instance that owns its session (``--redis``)."""
+
 
 _WATCHERS: list[Watcher] = []
 
@@ -110,6 +113,11 @@ def server_started(server: str) -> None:
 def server_failed(server: str) -> None:
     if _WATCHERS:
         _each("server_failed", server)
+
+
+def handed_on() -> None:
+    if _WATCHERS:
+        _each("handed_on")
 
 
 def audit_line(call: Called, now: datetime | None = None) -> str:

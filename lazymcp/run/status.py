@@ -111,7 +111,7 @@ class Status:
         self,
         front: HttpFront,
         cores: Callable[[Grant | None], Gateway],
-        policy: Policy | None,
+        policy: Callable[[], Policy | None],
         recent: Recent,
         *,
         source: str,
@@ -121,6 +121,7 @@ class Status:
         self.cores = cores
         """A core, as a new session of the grant's would get it now (None: every tool): its tools and listing."""
         self.policy = policy
+        """The access policy in force (None: none), as a reload leaves it."""
         self.recent = recent
         self.source = source
         self.version = version
@@ -128,13 +129,15 @@ class Status:
         self._costs: OrderedDict[int, tuple[object, dict[str, int], dict[str, Any]]] = OrderedDict()
 
     def sees_all(self, viewer: Principal) -> bool:
-        return self.policy is not None and self.policy.sees_all(viewer)
+        policy = self.policy()
+        return policy is not None and policy.sees_all(viewer)
 
     def snapshot(self, viewer: Principal) -> dict[str, Any]:
         """The status as ``viewer`` may see it: plain data, times in ISO 8601 (UTC)."""
         everything = self.sees_all(viewer)
         sides = [s for s in self.front.sides() if not s.driver.done.done() and (everything or s.principal == viewer)]
-        grant = None if everything or self.policy is None else self.policy.grant(viewer)
+        policy = self.policy()
+        grant = None if everything or policy is None else policy.grant(viewer)
         core = self.cores(grant)
         tools, listing = self._costs_of(core)
         calls = self.recent.counts(None if everything else {viewer.key})

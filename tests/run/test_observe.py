@@ -116,7 +116,8 @@ async def test_the_audit_file_holds_a_line_a_call_however_it_was_named_and_the_s
         "math": {"command": PLAIN[0], "args": ["-c", LOUD, PLAIN[1]]},
         "text": {"command": PLAIN[0], "args": PLAIN[1:]},
     }
-    path.write_text(json.dumps({"mcpServers": servers, "lazymcp": {"access": {"alice": {"allow": ["math__*"]}}}}))
+    access = {"alice": {"allow": ["math__*"], "metrics": True}}
+    path.write_text(json.dumps({"mcpServers": servers, "lazymcp": {"access": access}}))
     tokens = tmp_path / "tokens"
     tokens.write_text("alice: tok-alice-1\n")
     tokens.chmod(0o600)
@@ -194,7 +195,7 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 @pytest.mark.anyio
 async def test_metrics_are_scraped_behind_the_same_token_as_mcp_and_parse(tmp_path: Path) -> None:
-    path = config(tmp_path, access={"alice": {"allow": ["math__*"]}})
+    path = config(tmp_path, access={"alice": {"allow": ["math__*"], "metrics": True}})
     tokens = tmp_path / "tokens"
     tokens.write_text("alice: tok-alice-1\n")
     tokens.chmod(0o600)
