@@ -358,7 +358,8 @@ def sign_in(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.config}: no server {args.server!r} (its servers: {names})")
     store = TokenStore.default()
     if args.command == "logout":
-        print(f"signed out of {entry.name}" if logout(entry, store) else f"not signed in to {entry.name}")
+        had = anyio.run(lambda: logout(entry, store, lambda line: print(line, file=sys.stderr, flush=True)))
+        print(f"signed out of {entry.name}" if had else f"not signed in to {entry.name}")
         return 0
 
     def show(url: str) -> None:

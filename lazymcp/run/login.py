@@ -22,7 +22,7 @@ from lazymcp.access.tokens import TokenStore
 from lazymcp.core.entries import ServerEntry
 from lazymcp.protocol.errors import ConfigError, UpstreamError
 from lazymcp.run.reach import TIMEOUT, failure_cause, shown
-from lazymcp.run.signin import Kept, can_sign_in, key_of, provider
+from lazymcp.run.signin import Kept, can_sign_in, provider
 
 if TYPE_CHECKING:
     from mcp.client.auth import AuthorizationCodeResult
@@ -162,8 +162,19 @@ def _said(exc: BaseException) -> str:
     return text if text and len(text) < 120 else type(exc).__name__
 
 
-def logout(entry: ServerEntry, store: TokenStore) -> bool:
-    """Forget the sign-in to ``entry``'s server; False when there was none."""
+async def logout(entry: ServerEntry, store: TokenStore, say: Callable[[str], None]) -> bool:
+    """Revoke the sign-in to ``entry``'s server where its authorization server can (``lazymcp.run.revoke``),
+    then forget it, even when the revocation failed (``say`` is told so in one line); False when there was
+    none."""
+    from lazymcp.run.revoke import revoke
+
     if entry.url is None:
         raise ConfigError(f"server {entry.name!r} is not a remote server")
-    return store.drop(key_of(entry))
+    kept = Kept(entry, store)
+    tokens = (store.get(kept.key) or {}).get("tokens")
+    if tokens:
+        try:
+            await revoke(entry, tokens, await kept.get_client_info())
+        except UpstreamError as exc:
+            say(f"lazymcp: the tokens were not revoked at the server ({exc.message}); forgotten here only")
+    return store.drop(kept.key)

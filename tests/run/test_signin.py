@@ -34,12 +34,13 @@ EXPIRY = 8
 
 
 @asynccontextmanager
-async def oauth_server(expiry: int = EXPIRY) -> AsyncIterator[str]:
-    """The server as a process; yields its base URL."""
+async def oauth_server(expiry: int = EXPIRY, env: dict[str, str] | None = None) -> AsyncIterator[str]:
+    """The server as a process (``env`` added to its environment); yields its base URL."""
     port = free_port()
     script = Path(__file__).parent.parent / "servers" / "oauth_server.py"
     command = [sys.executable, str(script), str(port), str(expiry)]
-    async with await anyio.open_process(command, stdout=None, stderr=None) as process:
+    environ = {**os.environ, **(env or {})}
+    async with await anyio.open_process(command, stdout=None, stderr=None, env=environ) as process:
         try:
             await until_listening(port, process)
             yield f"http://127.0.0.1:{port}"
@@ -51,9 +52,10 @@ async def oauth_server(expiry: int = EXPIRY) -> AsyncIterator[str]:
 class Home:
     """A user's configuration directory and cache, and the environment that points lazymcp at them."""
 
-    def __init__(self, tmp_path: Path, url: str) -> None:
+    def __init__(self, tmp_path: Path, url: str, oauth: dict[str, Any] | None = None) -> None:
         self.config = tmp_path / "mcp.json"
-        self.config.write_text(json.dumps({"mcpServers": {"signed": {"url": url}}}))
+        entry: dict[str, Any] = {"url": url} if oauth is None else {"url": url, "oauth": oauth}
+        self.config.write_text(json.dumps({"mcpServers": {"signed": entry}}))
         self.tokens = tmp_path / "xdg" / "lazymcp" / "tokens.json"
         self.env = {
             "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
@@ -153,5 +155,65 @@ async def test_a_server_asking_for_oauth_is_signed_in_to_called_refreshed_and_re
             assert json.loads(home.tokens.read_text()) == {}
     said = "\n".join(home.said)
     for secret in secrets:
+        assert secret not in said
+    assert "Traceback" not in said, said
+
+
+CLIENT_SECRET = "pre-registered-secret-0123456789"
+
+
+async def answers_with(base: str, token: str) -> int:
+    """The HTTP status of an ``initialize`` sent to the server with ``token``."""
+    headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient(trust_env=False, timeout=60) as raw:
+        return (await raw.post(f"{base}/mcp", json=request(0, "initialize", INIT), headers=headers)).status_code
+
+
+async def logout(home: Home) -> tuple[str, str]:
+    command = home.lazymcp("logout", "signed", "--config", str(home.config))
+    done = await anyio.run_process(command, env={**os.environ, **home.env}, check=False)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    home.said += [out, err]
+    assert done.returncode == 0, err
+    return out, err
+
+
+@pytest.mark.anyio
+async def test_a_client_registered_beforehand_signs_in_without_its_secret_kept_and_logout_revokes(
+    tmp_path: Path,
+) -> None:
+    """The entry's ``oauth.clientId`` and ``clientSecret`` (from ``${VAR}``) sign in with the server's own
+    client; the secret is in no output and not in the store. ``lazymcp logout`` revokes the tokens at the
+    server's revocation endpoint; when the server is gone it says so in one line and forgets them anyway."""
+    oauth = {"clientId": "lazymcp-at-acme", "clientSecret": "${ACME_SECRET}", "scopes": ["read"]}
+    with anyio.fail_after(BOUND):
+        async with oauth_server(env={"OAUTH_CLIENT": f"lazymcp-at-acme {CLIENT_SECRET}"}) as base:
+            home = Home(tmp_path, f"{base}/mcp", oauth)
+            home.env["ACME_SECRET"] = CLIENT_SECRET
+            await login(home)
+            stored = home.tokens.read_text()
+            kept = home.kept()
+            assert CLIENT_SECRET not in stored and "client" not in kept, stored
+            tokens = home.secrets()
+            assert await answers_with(base, kept["tokens"]["access_token"]) == 200
+
+            out, err = await logout(home)
+            assert "signed out of signed" in out and err == "", err
+            assert json.loads(home.tokens.read_text()) == {}
+            assert await answers_with(base, kept["tokens"]["access_token"]) == 401  # revoked at the server
+            async with httpx2.AsyncClient(trust_env=False, timeout=60) as raw:
+                form = {"grant_type": "refresh_token", "refresh_token": kept["tokens"]["refresh_token"]}
+                form |= {"client_id": "lazymcp-at-acme", "client_secret": CLIENT_SECRET}
+                refreshed = await raw.post(f"{base}/token", data=form)
+            assert refreshed.status_code == 400, refreshed.text
+
+            await login(home)
+            tokens += home.secrets()
+        out, err = await logout(home)  # the server is gone
+    assert "signed out of signed" in out
+    assert err.count("\n") == 1 and "not revoked at the server" in err and "forgotten here only" in err, err
+    assert json.loads(home.tokens.read_text()) == {}
+    said = "\n".join(home.said)
+    for secret in [CLIENT_SECRET, *tokens]:
         assert secret not in said
     assert "Traceback" not in said, said

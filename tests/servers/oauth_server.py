@@ -1,9 +1,13 @@
 """A streamable-HTTP MCP server that is its own OAuth authorization server, on the SDK's own auth support
 (``mcp.server.auth``): ``oauth_server.py PORT EXPIRY`` serves ``/mcp`` with one tool, ``whoami``, behind
 bearer tokens that last ``EXPIRY`` seconds, with dynamic client registration, PKCE, refresh tokens and
-the ``resource`` parameter. Its authorization endpoint consents at once (a person who always says yes);
-``POST /revoke-all`` revokes every token it issued, as a person signing the client out at the server."""
+the ``resource`` parameter, and token revocation (RFC 7009). With ``OAUTH_CLIENT`` set (``ID SECRET``) in
+its environment it also knows that client, registered beforehand, as a confidential client whose redirect
+URI is ``http://127.0.0.1/callback`` at any port (RFC 8252). Its authorization endpoint consents at once (a
+person who always says yes); ``POST /revoke-all`` revokes every token it issued, as a person signing the
+client out at the server."""
 
+import os
 import secrets
 import sys
 import time
@@ -18,13 +22,23 @@ from mcp.server.auth.provider import (
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import MCPServer
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull, OAuthToken
+from pydantic import AnyUrl
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 PORT = int(sys.argv[1])
 EXPIRY = int(sys.argv[2])
 BASE = f"http://127.0.0.1:{PORT}"
+
+
+class Loopback(OAuthClientInformationFull):
+    """A client registered beforehand: its loopback redirect URI at any port."""
+
+    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
+        if redirect_uri is None or redirect_uri.host != "127.0.0.1" or redirect_uri.path != "/callback":
+            raise InvalidRedirectUriError("only http://127.0.0.1:PORT/callback is registered")
+        return redirect_uri
 
 
 class Provider:
@@ -100,6 +114,16 @@ class Provider:
 
 
 provider = Provider()
+if os.environ.get("OAUTH_CLIENT"):
+    client_id, client_secret = os.environ["OAUTH_CLIENT"].split()
+    provider.clients[client_id] = Loopback(
+        client_id=client_id,
+        client_secret=client_secret,
+        token_endpoint_auth_method="client_secret_post",
+        redirect_uris=[AnyUrl("http://127.0.0.1/callback")],
+        grant_types=["authorization_code", "refresh_token"],
+        scope="read write",
+    )
 auth = AuthSettings(
     issuer_url=BASE,  # type: ignore[arg-type]
     resource_server_url=f"{BASE}/mcp",  # type: ignore[arg-type]
