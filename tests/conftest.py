@@ -8,6 +8,7 @@ import fcntl
 import inspect
 import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
@@ -150,9 +151,36 @@ def pytest_configure(config: pytest.Config) -> None:
 
     for package in ("lazymcp", "bench", "tests"):
         compileall.compile_dir(ROOT / package, quiet=1, workers=1)
+    _start_fork_server()
+
+
+_fork_servers: list[Any] = []
+if "|" in os.environ.get("LAZYMCP_TEST_FORKSERVER", ""):  # a worker of a run with a fork server
+    from .forkserver import carry
+
+    carry()
+
+
+def _start_fork_server() -> None:
+    """Python processes the tests start take their imports from one fork server (``tests/forkserver.py``),
+    unless ``LAZYMCP_TEST_FORKSERVER=off``."""
+    from .forkserver import VARIABLE, ForkServer, carry
+
+    if os.environ.get(VARIABLE, "").strip().lower() == "off" or sys.platform != "linux":
+        return
+    server = ForkServer()
+    if server.ready():
+        server.export()
+        carry()
+        _fork_servers.append(server)
+    else:
+        server.close()
+        sys.stderr.write("tests: the fork server did not start; every process starts the ordinary way\n")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    while _fork_servers:
+        _fork_servers.pop().close()
     if _groups and not hasattr(config, "workerinput"):
         import shutil
 

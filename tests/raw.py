@@ -19,6 +19,7 @@ from anyio.abc import Process, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .conftest import SERVERS, free_port, until_listening
+from .forkserver import program_pid
 
 TIMEOUT = 30
 """Bound on one test's conversation with a few processes, on a loaded machine."""
@@ -168,18 +169,19 @@ def gone(pid: int) -> bool:
 
 
 def rss_kib(pid: int) -> int:
-    """The process's resident memory, in KiB."""
-    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
+    """The resident memory of the process's program (``tests/forkserver.py``), in KiB."""
+    for row in Path(f"/proc/{program_pid(pid)}/status").read_text().splitlines():
         if row.startswith("VmRSS:"):
             return int(row.split()[1])
     return 0
 
 
 def children(pid: int) -> list[int]:
-    """The process ids of ``pid``'s children (zombies included, until it reaps them)."""
+    """The process ids of the children of ``pid``'s program (zombies included, until it reaps them): of the
+    processes that run them, where a program was handed over (``tests/forkserver.py``)."""
     found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(child) for child in (task / "children").read_text().split()]
+    for task in Path(f"/proc/{program_pid(pid)}/task").iterdir():
+        found += [program_pid(int(child)) for child in (task / "children").read_text().split()]
     return found
 
 

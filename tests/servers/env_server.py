@@ -6,6 +6,7 @@ import os
 import sys
 import time
 
+from given_env import given_environment
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("env", version="1.0", log_level="WARNING")
@@ -13,8 +14,8 @@ server = MCPServer("env", version="1.0", log_level="WARNING")
 
 @server.tool()
 def env() -> str:
-    """This process's environment, as JSON."""
-    return json.dumps(dict(os.environ))
+    """This process's environment, as JSON (as given: without the test run's fork server)."""
+    return json.dumps(given_environment())
 
 
 @server.tool()

@@ -1,0 +1,310 @@
+"""Warm starts for the Python processes the tests run.
+
+The suite starts well over a thousand Python processes (``python -m lazymcp``, the small servers of
+``tests/servers``, the conformance server...), and each spends about 1.5 s of CPU importing the MCP SDK
+before it does anything: more than half of the suite's CPU time. A fork server imports the SDK and lazymcp
+once; a process started by a test then hands its work over at interpreter start-up
+(``tests/fork/sitecustomize.py``, on the children's ``PYTHONPATH``): it sends its argument vector, working
+directory, environment and its standard input, output and error to the fork server, which forks a copy
+of itself that takes them over and runs the program as ``python`` would have. The process the test started
+stays as the program's stand-in: it passes on the signals it gets, and exits as the program exits (with its
+status, or by its signal). A copy whose stand-in dies (SIGKILL) kills itself.
+
+What a test sees is the same program, in a process of its own, on the same pipes; only the imports are
+shared. Anything the hand-over does not mirror (interpreter options other than ``-u`` and ``-B``, a
+different interpreter, a coverage run, a closed standard stream) starts the ordinary way. Set
+``LAZYMCP_TEST_FORKSERVER=off`` to start every process the ordinary way.
+
+Protocol (one Unix stream connection per process): the stand-in sends a 4-byte big-endian length and that
+many bytes of JSON (``argv``, ``cwd``, ``env``, ``path``), with its descriptors 0, 1 and 2 attached to the
+first bytes; the server answers ``P<pid>\\n`` once the copy runs, then ``S<wait status>\\n`` when it ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+VARIABLE = "LAZYMCP_TEST_FORKSERVER"
+"""``<sys.prefix>|<socket path>`` in the children's environment; ``off`` before the run: no fork server."""
+HAND_OVER = str(Path(__file__).resolve().parent / "fork")
+"""The directory whose ``sitecustomize`` hands a process's work over."""
+PRELOADED = (
+    "mcp",
+    "mcp.client.session",
+    "mcp.client.stdio",
+    "mcp.client.streamable_http",
+    "mcp.server.lowlevel",
+    "mcp.server.mcpserver",
+    "mcp.server.stdio",
+    "mcp.server.streamable_http",
+    "mcp.server.streamable_http_manager",
+    "httpx2",
+    "starlette.applications",
+    "uvicorn",
+    "lazymcp",
+    "lazymcp.cli.commands",
+)
+"""What every copy starts with: what nearly every process of the suite imports first."""
+MAX_REQUEST = 4 << 20
+
+
+def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    data, fds, _, _ = socket.recv_fds(conn, 65536, 3)
+    while len(data) < 4 or len(data) < 4 + struct.unpack(">I", data[:4])[0]:
+        if len(data) >= 4 and struct.unpack(">I", data[:4])[0] > MAX_REQUEST:
+            raise ValueError("request too large")
+        more = conn.recv(65536)
+        if not more:
+            raise ValueError("connection closed mid-request")
+        data += more
+    return json.loads(data[4:]), fds
+
+
+def _become(conn: socket.socket, fds: list[int], request: dict[str, Any]) -> dict[str, Any]:
+    """In the fork: take over the stand-in's streams, place and environment."""
+    os.setpgid(0, 0)
+    for number, fd in enumerate(fds):
+        if fd != number:
+            os.dup2(fd, number)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    import threading
+
+    def watch() -> None:  # the stand-in gone (killed): so is the copy
+        try:
+            while conn.recv(64):
+                pass
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="forkserver-stand-in", daemon=True).start()
+    if VARIABLE in os.environ:
+        carry()
+    return request
+
+
+def _serve(path: str) -> dict[str, Any]:
+    """Accept hand-overs until the test run's end (standard input closed); return a request in a fork."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    children: dict[int, socket.socket] = {}
+    stand_ins: dict[int, str | None] = {}
+    while True:
+        readable, _, _ = select.select([listener, sys.stdin], [], [], 0.05)
+        if sys.stdin in readable and not os.read(sys.stdin.fileno(), 1):
+            for pid in children:
+                _kill(pid)
+            raise SystemExit(0)
+        if listener in readable:
+            conn, _ = listener.accept()
+            conn.settimeout(10)
+            try:
+                request, fds = _read_request(conn)
+            except (OSError, ValueError) as exc:
+                sys.stderr.write(f"forkserver: a hand-over failed: {exc}\n")
+                conn.close()
+                continue
+            pid = os.fork()
+            if pid == 0:
+                listener.close()
+                for other in children.values():
+                    other.close()
+                conn.settimeout(None)
+                return _become(conn, fds, request)
+            for fd in fds:
+                os.close(fd)
+            stand_ins[pid] = _record(path, request.get("stand_in"), pid)
+            try:
+                conn.sendall(b"P%d\n" % pid)
+            except OSError:
+                pass
+            children[pid] = conn
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            conn = children.pop(pid, None)
+            record = stand_ins.pop(pid, None)
+            if record is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(record)
+            if conn is not None:
+                try:
+                    conn.sendall(b"S%d\n" % status)
+                except OSError:
+                    pass
+                conn.close()
+
+
+def _record(path: str, stand_in: object, pid: int) -> str | None:
+    """Note which process runs the program of the stand-in ``stand_in`` (for :func:`program_pid`)."""
+    if not isinstance(stand_in, int):
+        return None
+    record = os.path.join(os.path.dirname(path), str(stand_in))
+    with open(record, "w") as file:
+        file.write(str(pid))
+    return record
+
+
+def program_pid(pid: int) -> int:
+    """The process that runs the program of the process ``pid`` a test started: ``pid`` itself, or the fork
+    it handed its program over to."""
+    address = os.environ.get(VARIABLE, "").partition("|")[2]
+    if not address:
+        return pid
+    try:
+        return int(Path(address).with_name(str(pid)).read_text())
+    except (OSError, ValueError):
+        return pid
+
+
+def carry() -> None:
+    """Pass the fork server on to what the MCP SDK's stdio client starts: it gives a server a few safe
+    variables of its own choice (``get_default_environment``), which would leave these two out."""
+    import mcp.client.stdio as stdio
+
+    default = stdio.get_default_environment
+    if getattr(default, "carries_fork_server", False):
+        return
+
+    def with_fork_server() -> dict[str, str]:
+        env = default()
+        for name in (VARIABLE, "PYTHONPATH"):
+            if name in os.environ:
+                env.setdefault(name, os.environ[name])
+        return env
+
+    with_fork_server.carries_fork_server = True  # type: ignore[attr-defined]
+    stdio.get_default_environment = with_fork_server
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _run(request: dict[str, Any]) -> None:
+    """Run the program as ``python ARGV`` would, in this fork."""
+    import io
+    import runpy
+
+    unbuffered = bool(request["unbuffered"] or os.environ.get("PYTHONUNBUFFERED"))
+    for number, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        raw = io.FileIO(number, mode, closefd=False)
+        binary: Any = raw if unbuffered and mode == "w" else io.BufferedWriter(raw)
+        if mode == "r":
+            binary = io.BufferedReader(raw)
+        stream = io.TextIOWrapper(
+            binary,
+            encoding="utf-8",
+            errors="backslashreplace" if number == 2 else "strict",
+            line_buffering=number == 2 or (mode == "w" and raw.isatty()),
+            write_through=unbuffered,
+        )
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+    sys.path[:] = request["path"]
+    kind, target, args = request["program"]
+    if kind == "module":
+        sys.argv = [target, *args]
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    elif kind == "script":
+        sys.argv = [target, *args]
+        runpy.run_path(target, run_name="__main__")
+    else:
+        import types
+
+        sys.argv = ["-c", *args]
+        main = types.ModuleType("__main__")
+        main.__dict__["__builtins__"] = __builtins__
+        sys.modules["__main__"] = main
+        exec(compile(target, "<string>", "exec"), main.__dict__)
+
+
+class ForkServer:
+    """The fork server of one test run (on the controller; workers and every child inherit its address)."""
+
+    def __init__(self) -> None:
+        self.directory = tempfile.mkdtemp(prefix="lazymcp-forkserver-")
+        self.path = os.path.join(self.directory, "socket")
+        env = {name: value for name, value in os.environ.items() if name != VARIABLE}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.forkserver", self.path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=Path(__file__).resolve().parents[1],
+            env=env,
+            start_new_session=True,
+        )
+
+    def ready(self, within: float = 120) -> bool:
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([self.process.stdout], [], [], 1)
+            if readable:
+                return self.process.stdout.readline().strip() == b"ready"
+            if self.process.poll() is not None:
+                return False
+        return False
+
+    def export(self) -> None:
+        os.environ[VARIABLE] = f"{sys.prefix}|{self.path}"
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [HAND_OVER, os.environ.get("PYTHONPATH")]))
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        import shutil
+
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def main() -> None:
+    for module in PRELOADED:
+        try:
+            __import__(module)
+        except ImportError:  # what this install lacks, a copy imports (or not) as the program would
+            pass
+    request = _serve(sys.argv[1])
+    _run(request)
+
+
+if __name__ == "__main__":
+    main()
