@@ -159,6 +159,8 @@ async def test_an_http_session_asks_for_code_mode_in_its_url(tmp_path: Path) -> 
     async with http_gateway(_config(tmp_path), tmp_path / "cache", port):
         with anyio.fail_after(TIMEOUT):
             async with Client(streamable_http_client(mcp_url(port) + "?mode=code"), mode="legacy") as client:
+                assert "- plain: Adds and echoes." in (client.instructions or "")
+                assert "run_code runs Python" in (client.instructions or "")  # its instructions are code mode's too
                 assert [tool.name for tool in (await client.list_tools()).tools] == ["search_tools", "run_code"]
                 code = "print(await plain.echo(text='over http'))\nlen(await search('add'))"
                 result = await client.call_tool("run_code", {"code": code})
