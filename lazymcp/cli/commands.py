@@ -141,12 +141,27 @@ def _catalog_tools(path: str | None) -> list[Any]:
     return sample_tools() if path is None else load_tools(path)
 
 
+def no_code_mode(options: Options, command: str) -> Options:
+    """``options``, when they do not ask for code mode, which only the gateway carries out.
+
+    Raises:
+        ConfigError: ``--mode code`` (or ``LAZYMCP_MODE``), or a ``--host-mode`` of ``code``.
+    """
+    if options.mode == "code" or any(mode == "code" for _, mode in options.hosts):
+        raise ConfigError(
+            f"code mode is a gateway mode: lazymcp {command} runs no code; use lazymcp gateway --mode code "
+            "(a configuration of one server will do)"
+        )
+    return options
+
+
 def serve(args: argparse.Namespace) -> int:
     """``lazymcp serve``: a lazy server over a catalog, on stdio or streamable HTTP."""
     from lazymcp.run.serve import build_server, run
 
+    options = no_code_mode(options_of(args), "serve")
     can_listen(args.http)
-    lazy = build_server(_catalog_tools(args.catalog), options_of(args))
+    lazy = build_server(_catalog_tools(args.catalog), options)
     source = f"catalog {args.catalog}" if args.catalog else "the built-in sample catalog"
     clients = f"clients on http://{args.http[0]}:{args.http[1]}/mcp" if args.http else "clients on stdio"
     startup("serve", lazy.static_catalog(), f"{source}, {clients}{' (stateless)' if args.stateless else ''}")
@@ -163,7 +178,7 @@ def proxy(args: argparse.Namespace, command: list[str]) -> int:
 
     if bool(command) == bool(args.url):
         raise ConfigError("give the upstream as a command (lazymcp proxy [--] COMMAND ARGS...) or as --url URL, once")
-    options = options_of(args)
+    options = no_code_mode(options_of(args), "proxy")
     can_listen(args.http)
     expect_proxy(command or args.url, args.http)
     try:

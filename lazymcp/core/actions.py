@@ -154,6 +154,9 @@ class RunCode:
 
     request_id: object
     source: str
+    traceparent: str | None = None
+    """The W3C trace context the ``run_code`` call came with (with traces on, its request span's): each
+    call of the code carries it, so that its span is a child of the run's."""
 
 
 @dataclass(frozen=True, slots=True)

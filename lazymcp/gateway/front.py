@@ -205,7 +205,7 @@ class Gateway:
             return [self._answer(_error(request_id, ErrorCode.INVALID_REQUEST, text))]
         if method == "initialize":
             self.session.initialized(params)
-            result = self.handshakes.result(params.get("protocolVersion"))
+            result = self.handshakes.result(params.get("protocolVersion"), self.merged.code_tools(self.session))
             return [self._answer(_result(request_id, result)), *self._open_waiting(now)]
         if method in ("ping", "logging/setLevel"):
             return [self._answer(_result(request_id, {}))]

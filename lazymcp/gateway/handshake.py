@@ -16,6 +16,7 @@ from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.surfaces.instructions import Group, written
 from lazymcp.surfaces.methods import advertise
 from lazymcp.surfaces.options import Options
+from lazymcp.surfaces.signatures import identifier
 
 LATEST: Final = "2025-11-25"
 SUPPORTED: Final = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", LATEST})
@@ -28,25 +29,34 @@ def negotiated(version: object) -> str:
 
 
 def instructions(
-    entries: Iterable[ServerEntry], separator: str, tools: Mapping[str, Sequence[str]], grant: Grant | None = None
+    entries: Iterable[ServerEntry],
+    separator: str,
+    tools: Mapping[str, Sequence[str]],
+    grant: Grant | None = None,
+    code: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """The gateway's ``initialize`` instructions, within 4 KiB: each server's prefix, what it is for, how many
     tools it has and a few of their names (``tools``: each server's, by gateway name). With a ``grant``
     (``lazymcp.access.policy``), only the servers the principal has something of: a tool, their resources,
-    or a pattern naming the server itself (its tools not known yet)."""
+    or a pattern naming the server itself (its tools not known yet). In code mode (``code``: each server's
+    tools by Python name), each server is named as its namespace in the code, and its tools as the code
+    calls them."""
     lead = "One endpoint for these MCP servers; each tool's name starts with its server's:"
+    if code is not None:
+        lead = "One endpoint for these MCP servers: run_code runs Python calling a tool as `await namespace.tool()`:"
 
     def shown(name: str) -> bool:
         if grant is None or tools.get(name):
             return True
         return grant.resources(name, separator) or grant.names_server(name, separator)
 
-    groups = [
-        Group(f"{entry.name}{separator}", entry.description or entry.category, tools.get(entry.name, ()))
-        for entry in entries
-        if shown(entry.name)
-    ]
-    return written(lead, groups)
+    def group(entry: ServerEntry) -> Group:
+        described = entry.description or entry.category
+        if code is None:
+            return Group(f"{entry.name}{separator}", described, tools.get(entry.name, ()))
+        return Group(identifier(entry.name), described, code.get(entry.name, ()))
+
+    return written(lead, [group(entry) for entry in entries if shown(entry.name)])
 
 
 def server_result(version: object, described: str, options: Options, server_info: Mapping[str, Any]) -> dict[str, Any]:
@@ -91,9 +101,10 @@ class Handshakes:
     grant: Grant | None = None
     """What the session's principal may use: only the servers it has something of are described; None: all."""
 
-    def result(self, version: object) -> dict[str, Any]:
-        """The gateway's ``initialize`` result for a client that asked for protocol ``version``."""
-        described = instructions(self.entries, self.separator, self.tools(), self.grant)
+    def result(self, version: object, code: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+        """The gateway's ``initialize`` result for a client that asked for protocol ``version`` (``code``: in
+        code mode, each server's tools by Python name)."""
+        described = instructions(self.entries, self.separator, self.tools(), self.grant, code)
         return server_result(version, described, self.options, self.info)
 
     def params(self, client: Mapping[str, Any] | None, *, wait: bool) -> dict[str, Any] | None:

@@ -15,12 +15,14 @@ import orjson
 
 from lazymcp.access.policy import Grant
 from lazymcp.core.entries import ServerEntry
+from lazymcp.core.session import ClientSession
 from lazymcp.gateway.config import tool_meta
 from lazymcp.gateway.namespace import Namespace
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.messages import DESCRIBE, DESCRIBE_BATCH, Mode, Tool
 from lazymcp.surfaces.catalog import Catalog
-from lazymcp.surfaces.codemode import Code
+from lazymcp.surfaces.codemode import Code, python_name
+from lazymcp.surfaces.hosts import Session, choose
 from lazymcp.surfaces.metacalls import error, unknown_tool
 from lazymcp.surfaces.metatools import DESCRIBE_TOOLS, SEARCH_TOOLS
 from lazymcp.surfaces.methods import Answer, Caller, Run, dispatch, enveloped
@@ -230,6 +232,17 @@ class Merged:
             if owner is not None:
                 found.setdefault(owner[0], []).append(name)
         return found
+
+    def code_tools(self, session: ClientSession) -> dict[str, list[str]] | None:
+        """Each server's tools by the Python names code mode's code calls them (``namespace.function``), when
+        ``session``'s client is served code mode (``lazymcp.surfaces.hosts.choose``); else None."""
+        info = (session.record.initialize or {}).get("clientInfo")
+        if choose(self.catalog, Session(info, session.record.mode, session.environ)).mode != "code":
+            return None
+        return {
+            server: [python_name(self.catalog, tool) or tool for tool in tools]
+            for server, tools in self.tools_by_server().items()
+        }
 
     def answer(
         self,

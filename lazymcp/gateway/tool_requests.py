@@ -251,7 +251,7 @@ class ToolRequests:
             self.running[jsonrpc.id_key(request_id)] = (request_id, self._report(frame, None, "run_code", "ok"), now)
             if modern:  # its answer is enveloped on the way out, as a server's is
                 self.session.sent_on(request_id, "tools/call")
-            return [RunCode(request_id, outcome.source)]
+            return [RunCode(request_id, outcome.source, _traceparent(frame))]
         if isinstance(outcome, Answer):
             answer = Frame({"jsonrpc": "2.0", "id": request_id, "result": outcome.result})
             if outcome.changed:  # tell the client, and answer once it has listed again (core/relist.py)

@@ -4,8 +4,10 @@ The core decides a ``run_code`` call is to run (``RunCode``); this runs it (``la
 hands the core its answer. Each tool call the code makes is fed to the core as a call of the client's,
 under an id beginning with its session's ``ToolRequests.code_prefix`` (a client cannot guess it), so it
 meets every rule a direct call meets (the policy, the rate limits, the audit line with ``via: run_code``,
-the metrics, a server's lazy start); its answer comes back here instead of to the client. A cancelled
-run cancels its calls in flight at their servers.
+the metrics, a server's lazy start); its answer comes back here instead of to the client. Each carries
+the run's trace context in ``_meta.traceparent`` (with traces on, the ``run_code`` request's span), so that
+the traces show a run as one span and its calls as its children. A cancelled run cancels its calls in
+flight at their servers.
 """
 
 from __future__ import annotations
@@ -81,7 +83,10 @@ class CodeRuns:
         core = cast("Gateway", self.driver.core)
         sandbox = self.sandbox or shared_sandbox()
         try:
-            result = await sandbox.run(action.source, core.catalog, self._call)
+            traceparent = action.traceparent
+            result = await sandbox.run(
+                action.source, core.catalog, lambda name, arguments: self._call(name, arguments, traceparent)
+            )
         except asyncio.CancelledError:
             result = {"content": [{"type": "text", "text": "run_code was cancelled"}], "isError": True}
         except Exception as exc:  # a bug must cost this run, never the session
@@ -90,12 +95,14 @@ class CodeRuns:
         if not self.driver.done.done():
             self.driver.apply(lambda now: core.code_result(cast(jsonrpc.RequestId, action.request_id), result, now))
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def _call(self, name: str, arguments: dict[str, Any], traceparent: str | None) -> dict[str, Any]:
         """One tool call of the code, as the client's call: its ``CallToolResult``, or an error result."""
         request_id = f"{self._prefix}{next(self._numbers)}"
         waiting: asyncio.Future[dict[str, Any]] = self.driver.loop.create_future()
         self._waiting[request_id] = waiting
-        params = {"name": name, "arguments": arguments}
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        if traceparent is not None:
+            params["_meta"] = {"traceparent": traceparent}
         self.driver.from_client(Frame({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}))
         wait = self.driver.core.timeout or DEFAULT_TIMEOUT
         try:

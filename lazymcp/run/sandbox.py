@@ -23,7 +23,7 @@ from lazymcp.surfaces import codemode
 from lazymcp.surfaces.catalog import Catalog
 
 if TYPE_CHECKING:
-    from pydantic_monty import AsyncMonty
+    from pydantic_monty import AsyncMonty, CollectString
 
 PRELUDE: Final = "ToolError = RuntimeError\n"
 """Fed before the code: a tool's error is a ``RuntimeError`` in the sandbox, caught as ``ToolError``."""
@@ -174,18 +174,21 @@ class Sandbox:
             pool = await self.pool()
         except ImportError:
             return _error('code mode needs the sandbox: pip install "lazymcp[code]"', "")
+        from pydantic_monty import CollectString
+
         run = CodeRun(catalog, call, self.limits)
+        output = CollectString(max_bytes=self.limits.output_chars * 4)
         try:
             async with asyncio.timeout(self.limits.seconds):
-                return await self._feed(pool, source, run)
-        except TimeoutError:
-            return _error(f"stopped: the run took over {self.limits.seconds:g} s (--code-timeout)", "")
+                return await self._feed(pool, source, run, output)
+        except TimeoutError:  # a tool call that does not return in time: what was printed still comes back
+            return _error(f"stopped: the run took over {self.limits.seconds:g} s (--code-timeout)", output.output)
         finally:
             for task in run.inflight:
                 task.cancel()
 
-    async def _feed(self, pool: AsyncMonty, source: str, run: CodeRun) -> dict[str, Any]:
-        from pydantic_monty import CollectString, MontyCrashedError, MontyError
+    async def _feed(self, pool: AsyncMonty, source: str, run: CodeRun, output: CollectString) -> dict[str, Any]:
+        from pydantic_monty import MontyCrashedError, MontyError
 
         limits = self.limits
         bounds: Any = {
@@ -194,7 +197,6 @@ class Sandbox:
             "max_recursion_depth": 200,
             "max_suspensions": limits.calls * 2 + 100,
         }
-        output = CollectString(max_bytes=limits.output_chars * 4)
         lookup = {**run.namespaces(), "search": run.search, "describe": run.describe}
         try:
             async with pool.checkout(limits=bounds) as session:
@@ -228,6 +230,7 @@ def _bounded(text: str, limit: int) -> str:
 
 
 def _error(message: str, printed: str) -> dict[str, Any]:
+    printed = printed.rstrip("\n")
     text = _bounded(printed, 4096) + ("\n" if printed else "") + message
     return {"content": [{"type": "text", "text": text}], "isError": True}
 

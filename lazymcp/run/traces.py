@@ -21,6 +21,10 @@ is set, and nothing otherwise:
   request's span, and goes with the hop's context in ``_meta.traceparent`` (a stdio server reads it
   there; an HTTP server gets it as the ``traceparent`` header too, ``lazymcp.run.connections``). It ends
   with the server's answer (``from_server``), when the server stops, or when the session ends (``closed``).
+- a ``run_code`` call (code mode) is a request like any other, so a run is one span; each tool call its
+  code makes comes in with the run's context (``lazymcp.run.code_runs``) and is a span of kind internal
+  (``lazymcp.via``: ``run_code``), a child of the run's, with its hop below it. A request the client
+  cancels (``notifications/cancelled``; a run cancels its calls when it stops) ends as ``cancelled``.
 
 Attributes follow the semantic conventions for MCP where they exist: ``mcp.method.name``,
 ``jsonrpc.request.id``, ``gen_ai.tool.name``, ``gen_ai.prompt.name``, ``gen_ai.operation.name``
@@ -39,7 +43,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from lazymcp.core.actions import Action, Called, Stop, ToClient, ToServer
+from lazymcp.core.actions import CODE_CALL, Action, Called, Stop, ToClient, ToServer
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.errors import ConfigError
 from lazymcp.run.observe import Watcher
@@ -136,6 +140,8 @@ class Traces(Watcher):
             return data
         message = frame.message
         method, request_id, params = message.get("method"), message.get("id"), message.get("params")
+        if method == "notifications/cancelled":
+            self._cancelled(session, jsonrpc.field(params, "requestId"))
         if not isinstance(method, str) or not jsonrpc.valid_id(request_id):
             return data
         if params is not None and not isinstance(params, dict):
@@ -144,11 +150,15 @@ class Traces(Watcher):
 
         members = cast(dict[str, object], params or {})
         meta = jsonrpc.params_meta(message)
+        attributes = _attributes(method, request_id, members)
+        from_code = isinstance(request_id, str) and request_id.startswith(CODE_CALL)
+        if from_code:
+            attributes["lazymcp.via"] = "run_code"
         span = self.tracer.start_span(
             _name(method, members),
             context=_parent(meta.get("traceparent")),
-            kind=SpanKind.SERVER,
-            attributes=_attributes(method, request_id, members),
+            kind=SpanKind.INTERNAL if from_code else SpanKind.SERVER,
+            attributes=attributes,
         )
         traceparent = _traceparent_of(span)
         state = self._state(session)
@@ -246,6 +256,13 @@ class Traces(Watcher):
         )
         if call.outcome != "ok":
             span.set_attribute("error.type", call.outcome)
+
+    def _cancelled(self, session: object, request_id: object) -> None:
+        """The client cancelled a request (or a run stopped a call of its code): its span ends, ``cancelled``."""
+        state = self._open.get(session)
+        key = jsonrpc.id_key(request_id)
+        if state is not None and key in state.requests:
+            self._end_request(state, key, "cancelled")
 
     def _end_request(self, state: _Open, key: tuple[str, object], error: str | None) -> None:
         span = state.requests.pop(key)

@@ -159,6 +159,8 @@ async def test_an_http_session_asks_for_code_mode_in_its_url(tmp_path: Path) -> 
     async with http_gateway(_config(tmp_path), tmp_path / "cache", port):
         with anyio.fail_after(TIMEOUT):
             async with Client(streamable_http_client(mcp_url(port) + "?mode=code"), mode="legacy") as client:
+                assert "- plain: Adds and echoes." in (client.instructions or "")
+                assert "run_code runs Python" in (client.instructions or "")  # its instructions are code mode's too
                 assert [tool.name for tool in (await client.list_tools()).tools] == ["search_tools", "run_code"]
                 code = "print(await plain.echo(text='over http'))\nlen(await search('add'))"
                 result = await client.call_tool("run_code", {"code": code})
@@ -223,3 +225,27 @@ async def test_a_crashed_worker_is_an_error_and_calls_from_code_meet_the_rate_li
             assert (await peer.answer(4))["result"]["content"][0]["text"] == "2"
             await peer.send(tool_call(5, "run_code", code=RATE_LIMITED))
             assert int((await peer.answer(5))["result"]["content"][0]["text"]) >= 1
+
+
+@pytest.mark.anyio
+async def test_the_model_is_told_the_python_names_the_code_calls_not_the_gateways(tmp_path: Path) -> None:
+    """A server whose name is no identifier (``my-plain``): the instructions and ``run_code``'s description
+    name its namespace and tools as the code calls them (``my_plain.add``), never as the gateway does."""
+    config = tmp_path / "mcp.json"
+    servers = {"my-plain": {"command": sys.executable, "args": [PLAIN], "lazymcp": {"description": "Adds."}}}
+    config.write_text(json.dumps({"mcpServers": servers, "lazymcp": {"mode": "code"}}))
+    command = ["-m", "lazymcp", "gateway", "--config", str(config)]
+    env = {**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    with anyio.fail_after(TIMEOUT):
+        refreshed = await anyio.run_process([sys.executable, *command, "--refresh"], env=env)  # its tools known
+        assert refreshed.returncode == 0
+        async with Client(
+            StdioServerParameters(command=sys.executable, args=command, env=env), mode="legacy"
+        ) as client:
+            said = client.instructions or ""
+            description = (await client.list_tools()).tools[1].description or ""
+            result = await client.call_tool("run_code", {"code": "await my_plain.add(a=1, b=2)"})
+    assert "run_code" in said and "- my_plain: Adds. 3 tools (my_plain.add, my_plain.echo, my_plain.upper)." in said
+    assert "my_plain (3): Adds" in description
+    assert "my-plain" not in said + description, (said, description)
+    assert _text(result) == '{"result":3}'
