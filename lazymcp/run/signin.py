@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lazymcp.access.tokens import TokenStore, sign_in_key, state_of
 from lazymcp.core.entries import ServerEntry
+from lazymcp.protocol.errors import UpstreamError
 from lazymcp.run.reach import SignInNeeded
 
 if TYPE_CHECKING:
@@ -34,12 +35,13 @@ UNSET_REDIRECT = "http://127.0.0.1/callback"
 """The redirect URI a connection's provider names (it never sends a person anywhere)."""
 
 
-def _not_sign_in_needed(record: logging.LogRecord) -> bool:
-    """Keep the SDK's log of a failed flow, but not of the end this module puts to one (its line is said)."""
-    return not (record.exc_info and isinstance(record.exc_info[1], SignInNeeded))
+def _not_ended_here(record: logging.LogRecord) -> bool:
+    """Keep the SDK's log of a failed flow, but not of the ends lazymcp puts to one (a sign-in needed, or a
+    login's redirect that failed or never came): their line is said."""
+    return not (record.exc_info and isinstance(record.exc_info[1], SignInNeeded | UpstreamError))
 
 
-logging.getLogger("mcp.client.auth.oauth2").addFilter(_not_sign_in_needed)
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_not_ended_here)
 
 
 def login_hint(name: str) -> str:
