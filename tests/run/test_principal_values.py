@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -117,3 +118,21 @@ async def test_each_principal_s_servers_get_its_own_values_and_one_without_gets_
     for block in SECRETS.values():
         for value in block.values():
             assert value not in written
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_a_gateway_without_principals_does_not_start_with_a_principal_s_value(
+    tmp_path: Path, remote: str, front: str
+) -> None:
+    """On stdio, or over HTTP with no tokens and no OAuth, nobody is told apart: one line says so."""
+    config, _, secrets = files(tmp_path, remote)
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), "--principal-secrets", str(secrets)]
+    if front == "http":
+        command += ["--http", f"127.0.0.1:{free_port()}"]
+    env = {**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "c")}
+    with anyio.fail_after(120):
+        done = await anyio.run_process(command, env=env, check=False, stdin=subprocess.DEVNULL)
+    said = done.stderr.decode()
+    assert done.returncode != 0 and said.count("\n") == 1, said
+    assert "server 'env' uses ${principal:GITHUB_TOKEN}" in said and "has no principals" in said, said
