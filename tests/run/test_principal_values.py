@@ -59,7 +59,7 @@ def remote() -> Iterator[str]:
         server.server_close()
 
 
-def files(tmp_path: Path, remote: str) -> tuple[Path, Path, Path]:
+def files(tmp_path: Path, remote: str, as_json: bool = False) -> tuple[Path, Path, Path]:
     config = tmp_path / "mcp.json"
     personal = {"GITHUB_TOKEN": "${principal:GITHUB_TOKEN}"}
     env = {"command": sys.executable, "args": [str(SERVERS / "env_server.py")], "env": personal}
@@ -69,7 +69,8 @@ def files(tmp_path: Path, remote: str) -> tuple[Path, Path, Path]:
     tokens.write_text("".join(f"{name}: {token}\n" for name, token in TOKENS.items()))
     tokens.chmod(0o600)
     secrets = tmp_path / "secrets"
-    secrets.write_text("".join(f"[{n}]\n" + "".join(f"{k}={v}\n" for k, v in b.items()) for n, b in SECRETS.items()))
+    blocks = "".join(f"[{n}]\n" + "".join(f"{k}={v}\n" for k, v in b.items()) for n, b in SECRETS.items())
+    secrets.write_text(json.dumps(SECRETS) if as_json else blocks)
     secrets.chmod(0o600)
     return config, tokens, secrets
 
@@ -86,10 +87,11 @@ async def call_env(url: str, name: str) -> Any:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("as_json", [False, True])
 async def test_each_principal_s_servers_get_its_own_values_and_one_without_gets_a_sign_in_error(
-    tmp_path: Path, remote: str
+    tmp_path: Path, remote: str, as_json: bool
 ) -> None:
-    config, tokens, secrets = files(tmp_path, remote)
+    config, tokens, secrets = files(tmp_path, remote, as_json)
     port = free_port()
     command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), "--log-level", "debug"]
     command += ["--http", f"127.0.0.1:{port}", "--token-file", str(tokens), "--principal-secrets", str(secrets)]
