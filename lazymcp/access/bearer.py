@@ -27,6 +27,9 @@ PRINCIPAL_KEY = "lazymcp.principal"
 class Access:
     """Who may use an HTTP front. This base lets everyone in: ``open_access()``."""
 
+    names_principals = False
+    """Does it tell its users apart (a token's name, an OAuth subject), each a principal of its own?"""
+
     async def check(self, request: Request) -> Response | None:
         """None lets the request in; else the refusal to send (401, 403 or 503)."""
         return None
@@ -50,6 +53,8 @@ class Access:
 class TokenAccess(Access):
     """Bearer tokens, each with its principal's name; a request's token is compared with every one in
     constant time, so neither which token matched nor how much of one did shows in the time taken."""
+
+    names_principals = True
 
     def __init__(self, tokens: Sequence[tuple[str, str]]) -> None:
         self._tokens = _checked(tokens)

@@ -169,6 +169,8 @@ class IntrospectionVerifier:
 class OAuthAccess(Access):
     """OAuth access tokens of one issuer, for this server's resource URL."""
 
+    names_principals = True
+
     def __init__(self, verifier: IntrospectionVerifier, scopes: Sequence[str] = ()) -> None:
         self.verifier = verifier
         self.scopes = tuple(scopes)

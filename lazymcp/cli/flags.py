@@ -270,7 +270,7 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
         "--principal-secrets",
         metavar="FILE",
         help="each principal's own values for ${principal:NAME} in a server's env or headers: a '[principal]' "
-        "block of NAME=value lines each (mode 0600)",
+        "block of NAME=value lines each, or JSON {principal: {NAME: value}} (mode 0600)",
     )
     gateway.add_argument(
         "--first-list-wait",

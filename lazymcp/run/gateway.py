@@ -166,6 +166,7 @@ def run_gateway(
     launch = Launch(config, options, **choices)
     if launch.refresh:
         return asyncio.run(refresh(launch, cluster[0] if cluster is not None else None))
+    _check_personal(config, access)
     metrics = _watchers(launch, http)
     store, peers = _store(config, cluster if http is not None else None)
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
@@ -233,6 +234,25 @@ def _checked(launch: Launch, store: ManifestStore, access: Access | None) -> Non
         ConfigError: it cannot.
     """
     _check_access(build_gateway(launch, store), launch.config, access)
+
+
+def _check_personal(config: GatewayConfig, access: Access | None) -> None:
+    """A gateway that tells no principals apart (on stdio, or over HTTP without tokens or OAuth) has no one
+    to fill a server's ``${principal:NAME}`` for: it does not start.
+
+    Raises:
+        ConfigError: an enabled entry asks for a principal's own values.
+    """
+    if access is not None and access.names_principals:
+        return
+    for entry in config.servers:
+        if entry.enabled and entry.personal:
+            names = ", ".join(f"${{principal:{name}}}" for name in sorted(entry.personal))
+            raise ConfigError(
+                f"{config.source}: server {entry.name!r} uses {names}, each principal's own value, but this gateway"
+                " has no principals: serve it with --http and --token-file or --oauth-issuer (and"
+                " --principal-secrets), or, for one person, use ${NAME} from the environment"
+            )
 
 
 def _check_access(first: Gateway, config: GatewayConfig, access: Access | None) -> None:

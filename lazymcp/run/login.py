@@ -5,14 +5,17 @@ server's 401, whose ``WWW-Authenticate`` leads to its protected resource metadat
 authorization server's; the client is the entry's own, its metadata document or a registration made now;
 the browser is sent to the authorization endpoint (authorization code with PKCE, and the ``resource``
 parameter) with a loopback redirect (RFC 8252): ``Loopback`` listens on 127.0.0.1 at a port of its own
-for the one redirect that brings the code back, for ``wait`` seconds at most. The tokens are then kept
-(``lazymcp.access.tokens``) and the ``initialize`` is sent again with them.
+for the one redirect that brings the code (or the authorization server's ``error``) back with the
+sign-in's ``state``, for ``wait`` seconds at most; any other request is answered 400 (404 off
+``/callback``) and the wait goes on. The tokens are then kept (``lazymcp.access.tokens``) and the
+``initialize`` is sent again with them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import webbrowser
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -31,6 +34,8 @@ LOGIN_WAIT = 300.0
 """Seconds ``lazymcp login`` waits for the browser to come back with the code."""
 REQUEST_LIMIT = 16384
 """Bytes of the redirect's request line and headers the loopback reads at most."""
+ERROR_LIMIT = 100
+"""Characters of a redirect's ``error`` that a failure shows at most."""
 CALLBACK = "/callback"
 DONE_PAGE = b"<!doctype html><title>lazymcp</title><p>Signed in. You may close this page."
 FAILED_PAGE = b"<!doctype html><title>lazymcp</title><p>The sign-in did not succeed: see the terminal."
@@ -53,6 +58,8 @@ class Loopback:
         self.answer: asyncio.Future[dict[str, str]] = asyncio.get_running_loop().create_future()
         self.server: asyncio.Server | None = None
         self.port = 0
+        self.state: str | None = None
+        """The state of the sign-in under way (``expect``); None before the browser is sent."""
 
     async def __aenter__(self) -> Loopback:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=REQUEST_LIMIT)
@@ -69,17 +76,31 @@ class Loopback:
     def redirect_uri(self) -> str:
         return f"http://127.0.0.1:{self.port}{CALLBACK}"
 
+    def expect(self, authorization_url: str) -> None:
+        """Take the ``state`` the browser is sent with: only a redirect that brings it back is the answer."""
+        self.state = parse_qs(urlsplit(authorization_url).query).get("state", [None])[0]
+
+    def _take(self, target: str) -> bytes:
+        """The status of the answer to a request for ``target``; the redirect that carries this sign-in's
+        state with a code or an error ends the wait, anything else is answered and the wait goes on."""
+        parts = urlsplit(target)
+        if parts.path != CALLBACK:
+            return b"404 Not Found"
+        query = {key: values[0] for key, values in parse_qs(parts.query).items()}
+        given = query.get("state", "")
+        ours = self.state is not None and secrets.compare_digest(given.encode(), self.state.encode())
+        if not ours or not ("code" in query or "error" in query) or self.answer.done():
+            return b"400 Bad Request"
+        self.answer.set_result(query)
+        return b"200 OK"
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
             target = head.split(b" ", 2)[1].decode("ascii", "replace") if head.count(b" ") >= 2 else ""
-            parts = urlsplit(target)
-            found = parts.path == CALLBACK and not self.answer.done()
-            query = {key: values[0] for key, values in parse_qs(parts.query).items()}
-            if found:
-                self.answer.set_result(query)
-            body = DONE_PAGE if found and "code" in query else FAILED_PAGE
-            status = b"200 OK" if found else b"404 Not Found"
+            status = self._take(target)
+            signed = status == b"200 OK" and "code" in self.answer.result()
+            body = DONE_PAGE if signed else FAILED_PAGE
             writer.write(
                 b"HTTP/1.1 " + status + b"\r\ncontent-type: text/html; charset=utf-8\r\n"
                 b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
@@ -103,8 +124,7 @@ class Loopback:
         except TimeoutError:
             raise UpstreamError(f"no sign-in came back within {wait:g} s") from None
         if "code" not in query:
-            error = query.get("error", "no code")
-            raise UpstreamError(f"the authorization server refused the sign-in: {error}")
+            raise UpstreamError(f"the authorization server refused the sign-in: {_error_code(query['error'])}")
         return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
 
@@ -131,6 +151,7 @@ async def login(
     async with Loopback() as loopback:
 
         async def redirect(url: str) -> None:
+            loopback.expect(url)
             show(url)
             if browser:
                 await asyncio.to_thread(webbrowser.open, url)
@@ -154,6 +175,12 @@ async def login(
                 raise UpstreamError(f"the sign-in to {shown(entry.url)} failed: {_said(exc)}") from None
     if response.status_code >= 400:
         raise UpstreamError(f"{shown(entry.url)} answered HTTP {response.status_code} after the sign-in")
+
+
+def _error_code(value: str) -> str:
+    """An ``error`` the redirect brought, as one short line (RFC 6749 error codes are printable ASCII)."""
+    shown_code = "".join(c if c.isascii() and c.isprintable() else "?" for c in value[:ERROR_LIMIT])
+    return shown_code + ("..." if len(value) > ERROR_LIMIT else "")
 
 
 def _said(exc: BaseException) -> str:

@@ -13,17 +13,19 @@ says to sign in again.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
 from lazymcp.access.tokens import TokenStore, sign_in_key, state_of
 from lazymcp.core.entries import ServerEntry
+from lazymcp.protocol.errors import UpstreamError
 from lazymcp.run.reach import SignInNeeded
 
 if TYPE_CHECKING:
     from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
-    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 CLIENT_NAME = "lazymcp"
 EARLY = 60.0
@@ -33,12 +35,13 @@ UNSET_REDIRECT = "http://127.0.0.1/callback"
 """The redirect URI a connection's provider names (it never sends a person anywhere)."""
 
 
-def _not_sign_in_needed(record: logging.LogRecord) -> bool:
-    """Keep the SDK's log of a failed flow, but not of the end this module puts to one (its line is said)."""
-    return not (record.exc_info and isinstance(record.exc_info[1], SignInNeeded))
+def _not_ended_here(record: logging.LogRecord) -> bool:
+    """Keep the SDK's log of a failed flow, but not of the ends lazymcp puts to one (a sign-in needed, or a
+    login's redirect that failed or never came): their line is said."""
+    return not (record.exc_info and isinstance(record.exc_info[1], SignInNeeded | UpstreamError))
 
 
-logging.getLogger("mcp.client.auth.oauth2").addFilter(_not_sign_in_needed)
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_not_ended_here)
 
 
 def login_hint(name: str) -> str:
@@ -135,6 +138,21 @@ class Kept:
             self.store.put(self.key, kept)
 
 
+@functools.cache
+def _entry_scoped() -> type[OAuthClientMetadata]:
+    """Client metadata whose ``scope`` is the entry's ``oauth.scopes``, kept: the SDK replaces the metadata's
+    scope with what the server's 401 or its metadata names (nothing, when they name none), so the entry's own
+    would never be asked for."""
+    from mcp.shared.auth import OAuthClientMetadata
+
+    class EntryScopedMetadata(OAuthClientMetadata):
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name != "scope":
+                super().__setattr__(name, value)
+
+    return EntryScopedMetadata
+
+
 def provider(
     entry: ServerEntry,
     kept: Kept,
@@ -148,14 +166,15 @@ def provider(
 
     given = entry.sign_in
     assert entry.url is not None
-    metadata = OAuthClientMetadata.model_validate(
+    scoped = given is not None and bool(given.scopes)
+    metadata = (_entry_scoped() if scoped else OAuthClientMetadata).model_validate(
         {
             "client_name": CLIENT_NAME,
             "redirect_uris": [redirect_uri],
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
             "token_endpoint_auth_method": "none" if given is None or not given.client_secret else "client_secret_post",
-            "scope": " ".join(given.scopes) if given is not None and given.scopes else None,
+            "scope": " ".join(given.scopes) if given is not None and scoped else None,
         }
     )
     metadata_url = given.client_metadata_url if given is not None and given.client_id is None else None

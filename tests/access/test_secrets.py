@@ -44,6 +44,27 @@ def test_a_malformed_secrets_file_is_one_line_that_never_shows_a_value(text: str
     assert refused.value.message == message
 
 
+def test_a_secrets_file_may_be_json_with_the_same_blocks() -> None:
+    text = '{"alice": {"GITHUB_TOKEN": "ghp-a=b"}, "bob@example.com": {"GITHUB_TOKEN": ""}}'
+    assert PrincipalSecrets.parse(text, "s") == PrincipalSecrets.parse(FILE, "s")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"alice": {"T": "hunter2"', "s: not valid JSON (Expecting ',' delimiter, line 1)"),
+        ('{"al ice": {"T": "hunter2"}}', "s: a principal's name may hold only letters, digits and . _ - @ + : |"),
+        ('{"alice": "hunter2"}', "s: principal 'alice' must be an object of NAME: value"),
+        ('{"alice": {"T": "hunter2", "T": "x"}}', "s: 'T' is given twice in one object"),
+        ('{"alice": {"T": ["hunter2"]}}', "s: principal 'alice': each value must be a string under a NAME"),
+    ],
+)
+def test_a_malformed_json_secrets_file_is_one_line_that_never_shows_a_value(text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        PrincipalSecrets.parse(text, "s")
+    assert refused.value.message == message and "hunter2" not in message
+
+
 def test_principal_values_stay_in_env_and_headers_until_a_principal_s_server_starts() -> None:
     servers = {
         "gh": {"command": "gh-server", "env": {"GITHUB_TOKEN": "${principal:GITHUB_TOKEN}"}},

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -58,7 +59,7 @@ def remote() -> Iterator[str]:
         server.server_close()
 
 
-def files(tmp_path: Path, remote: str) -> tuple[Path, Path, Path]:
+def files(tmp_path: Path, remote: str, as_json: bool = False) -> tuple[Path, Path, Path]:
     config = tmp_path / "mcp.json"
     personal = {"GITHUB_TOKEN": "${principal:GITHUB_TOKEN}"}
     env = {"command": sys.executable, "args": [str(SERVERS / "env_server.py")], "env": personal}
@@ -68,7 +69,8 @@ def files(tmp_path: Path, remote: str) -> tuple[Path, Path, Path]:
     tokens.write_text("".join(f"{name}: {token}\n" for name, token in TOKENS.items()))
     tokens.chmod(0o600)
     secrets = tmp_path / "secrets"
-    secrets.write_text("".join(f"[{n}]\n" + "".join(f"{k}={v}\n" for k, v in b.items()) for n, b in SECRETS.items()))
+    blocks = "".join(f"[{n}]\n" + "".join(f"{k}={v}\n" for k, v in b.items()) for n, b in SECRETS.items())
+    secrets.write_text(json.dumps(SECRETS) if as_json else blocks)
     secrets.chmod(0o600)
     return config, tokens, secrets
 
@@ -85,10 +87,11 @@ async def call_env(url: str, name: str) -> Any:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("as_json", [False, True])
 async def test_each_principal_s_servers_get_its_own_values_and_one_without_gets_a_sign_in_error(
-    tmp_path: Path, remote: str
+    tmp_path: Path, remote: str, as_json: bool
 ) -> None:
-    config, tokens, secrets = files(tmp_path, remote)
+    config, tokens, secrets = files(tmp_path, remote, as_json)
     port = free_port()
     command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), "--log-level", "debug"]
     command += ["--http", f"127.0.0.1:{port}", "--token-file", str(tokens), "--principal-secrets", str(secrets)]
@@ -117,3 +120,21 @@ async def test_each_principal_s_servers_get_its_own_values_and_one_without_gets_
     for block in SECRETS.values():
         for value in block.values():
             assert value not in written
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_a_gateway_without_principals_does_not_start_with_a_principal_s_value(
+    tmp_path: Path, remote: str, front: str
+) -> None:
+    """On stdio, or over HTTP with no tokens and no OAuth, nobody is told apart: one line says so."""
+    config, _, secrets = files(tmp_path, remote)
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), "--principal-secrets", str(secrets)]
+    if front == "http":
+        command += ["--http", f"127.0.0.1:{free_port()}"]
+    env = {**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "c")}
+    with anyio.fail_after(120):
+        done = await anyio.run_process(command, env=env, check=False, stdin=subprocess.DEVNULL)
+    said = done.stderr.decode()
+    assert done.returncode != 0 and said.count("\n") == 1, said
+    assert "server 'env' uses ${principal:GITHUB_TOKEN}" in said and "has no principals" in said, said

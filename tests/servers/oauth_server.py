@@ -5,7 +5,7 @@ the ``resource`` parameter, and token revocation (RFC 7009). With ``OAUTH_CLIENT
 its environment it also knows that client, registered beforehand, as a confidential client whose redirect
 URI is ``http://127.0.0.1/callback`` at any port (RFC 8252). Its authorization endpoint consents at once (a
 person who always says yes); ``POST /revoke-all`` revokes every token it issued, as a person signing the
-client out at the server."""
+client out at the server; ``GET /asked`` lists the scopes each authorization request asked for (null: none)."""
 
 import os
 import secrets
@@ -50,6 +50,7 @@ class Provider:
         self.access: dict[str, AccessToken] = {}
         self.refresh: dict[str, RefreshToken] = {}
         self.issued = 0
+        self.asked: list[list[str] | None] = []
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         return self.clients.get(client_id)
@@ -59,6 +60,7 @@ class Provider:
         self.clients[client_info.client_id] = client_info
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        self.asked.append(params.scopes)
         code = secrets.token_urlsafe(24)
         self.codes[code] = AuthorizationCode(
             code=code,
@@ -145,6 +147,11 @@ async def revoke_all(request: Request) -> JSONResponse:
     provider.access.clear()
     provider.refresh.clear()
     return JSONResponse({"revoked": True})
+
+
+@server.custom_route("/asked", methods=["GET"])
+async def asked(request: Request) -> JSONResponse:
+    return JSONResponse({"asked": provider.asked})
 
 
 server.run("streamable-http", host="127.0.0.1", port=PORT)
