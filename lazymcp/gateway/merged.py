@@ -18,6 +18,7 @@ from lazymcp.core.entries import ServerEntry
 from lazymcp.core.session import ClientSession
 from lazymcp.gateway.config import tool_meta
 from lazymcp.gateway.namespace import Namespace
+from lazymcp.gateway.related import as_served
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.messages import DESCRIBE, DESCRIBE_BATCH, Mode, Tool
 from lazymcp.surfaces.catalog import Catalog
@@ -80,15 +81,17 @@ def merged_catalog(
     options = replace(options, metadata=metadata, core_tools=tuple(core) or options.core_tools)
     blobs: list[bytes] = []
     for server, server_tools, gateway_names in renamed:
+        related = _related(server, names, grant)
         if grant is not None:  # the session's own subset: the manifest keeps its own tools
             kept = set(gateway_names)
             chosen = [(tool, names.name(server, tool["name"])) for tool in server_tools]
-            blobs.extend(pack({**tool, "name": name}) for tool, name in chosen if name in kept)
+            blobs.extend(pack(as_served(tool, name, related)[0]) for tool, name in chosen if name in kept)
             continue
-        server_blobs = [pack({**tool, "name": name}) for tool, name in zip(server_tools, gateway_names, strict=True)]
-        if isinstance(server_tools, Packed):  # a manifest's: it and the catalog keep one copy, and what the
-            server_tools.share(server_blobs)  # manifest held goes now, for the next server's to reuse
-        blobs.extend(server_blobs)
+        served = [as_served(tool, name, related) for tool, name in zip(server_tools, gateway_names, strict=True)]
+        server_blobs = [pack(tool) for tool, _ in served]
+        if isinstance(server_tools, Packed) and not any(changed for _, changed in served):
+            server_tools.share(server_blobs)  # a manifest's: it and the catalog keep one copy, and what the
+        blobs.extend(server_blobs)  # manifest held goes now, for the next server's to reuse
     tools = Packed(blobs, [name for _, _, gateway_names in renamed for name in gateway_names])
     chosen = replace(options, mode="describe") if auto else options
     catalog = Catalog.build(tools, chosen, packed=True, separator=names.separator)
@@ -96,6 +99,16 @@ def merged_catalog(
         return catalog
     mode = auto_mode(catalog, budget, core=bool(core))
     return catalog if mode == "describe" else catalog.with_mode(mode)
+
+
+def _related(server: str, names: Namespace, grant: Grant | None) -> Callable[[str], str | None]:
+    """The gateway name of a tool of ``server`` another of its tools declares related; None: refused."""
+
+    def named(original: str) -> str | None:
+        name = names.name(server, original)
+        return name if grant is None or grant(name) else None
+
+    return named
 
 
 def _granted(metas: Mapping[str, ToolMeta], grant: Grant | None) -> Mapping[str, ToolMeta]:

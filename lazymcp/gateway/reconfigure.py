@@ -52,11 +52,38 @@ def reconfigure(
     for entry in added:
         gateway.servers.table[entry.name] = _server(entry, manifests.get(entry.name))
     _order(gateway, [entry.name for entry in entries])
+    _grant(gateway, grant)
+    actions = _settled(gateway, now)
+    return actions + _relisted(gateway, now, servers_changed=bool(added))
+
+
+def regrant(gateway: Gateway, grant: Grant | None, now: float) -> list[Action]:
+    """Serve ``gateway``'s session with ``grant`` from now on (its principal's token changed, and with it
+    what the policy grants); its servers stay as they are. Returns what to do now: the client is told the
+    tool list changed when it did, and the prompt and resource lists too when their servers' grant did."""
+    before = gateway.grant
+    if grant == before:
+        return []
+    _grant(gateway, grant)
+    lists = any(
+        _reach(before, name, gateway.separator) != _reach(grant, name, gateway.separator)
+        for name in gateway.servers.table
+    )
+    return _relisted(gateway, now, servers_changed=lists)
+
+
+def _reach(grant: Grant | None, server: str, separator: str) -> tuple[bool, bool]:
+    """What ``grant`` gives of ``server`` beyond its tools: its prompts (could any be named), its resources."""
+    if grant is None:
+        return True, True
+    return grant.touches(server, separator), grant.resources(server, separator)
+
+
+def _grant(gateway: Gateway, grant: Grant | None) -> None:
+    """Every part of the session that asks what its principal may use, told ``grant``."""
     gateway.grant = gateway.merged.grant = grant
     gateway.handshakes = replace(gateway.handshakes, grant=grant)
     gateway.passthrough.grant = grant
-    actions = _settled(gateway, now)
-    return actions + _relisted(gateway, now, servers_changed=bool(added))
 
 
 def settle(gateway: Gateway, now: float) -> list[Action]:

@@ -45,7 +45,7 @@ from lazymcp.run.cluster_rates import SharedCounter
 from lazymcp.run.forward import FORWARDED_HEADER, Forwarder, Owner
 from lazymcp.run.http_checks import SESSION_HEADER, principal_of, speaks_modern
 from lazymcp.run.notices import say
-from lazymcp.run.redis_link import REDIS_ERRORS, REDIS_WAIT, connect, where
+from lazymcp.run.redis_link import REDIS_ERRORS, REDIS_WAIT, connect, where, wrong_type
 
 if TYPE_CHECKING:
     from lazymcp.core.entries import ServerEntry
@@ -111,9 +111,14 @@ class Cluster:
         self.url = url
         self.advertise = advertise.rstrip("/")
         self.id = uuid4().hex
-        self.redis = connect(url)
+        self.redis = connect(url, self._server)
         self.up = True
         """Whether Redis answered the last call (``/readyz`` says ``degraded`` otherwise)."""
+        self.written = True
+        """Whether this instance's sessions are in the Redis it reaches now: not from the moment a restarted
+        Redis is seen until a heartbeat wrote them all there (``/readyz`` says ``degraded`` meanwhile)."""
+        self._run_id: str | None = None
+        self._wake = asyncio.Event()
         self.forwarder = Forwarder(self.id)
         self._sessions: Mapping[str, Owned] = {}
         self._owners: OrderedDict[str, Owner] = OrderedDict()
@@ -128,7 +133,7 @@ class Cluster:
         self.rates = SharedCounter()
         """The rate limits' counts, shared with the other instances (``lazymcp.run.cluster_rates``)."""
         self.rates.redis, self.rates.errors, self.rates.wait = self.redis, REDIS_ERRORS, REDIS_WAIT * 2
-        self.rates.on_error, self.rates.on_ok = self._lost, self._back
+        self.rates.on_error = self._lost  # only a heartbeat, which writes the sessions, says Redis is back
         self._syncing: asyncio.Task[None] | None = None
 
     def _errors(self) -> tuple[type[BaseException], ...]:
@@ -143,8 +148,19 @@ class Cluster:
                 f"Redis lost at {where(self.url)}: {str(exc) or type(exc).__name__}; serving this instance's sessions",
             )
 
+    def _server(self, run_id: str) -> None:
+        """A new connection reached the Redis of ``run_id``: one restarted since (empty) has none of this
+        instance's sessions until the next heartbeat, which is woken now."""
+        known, self._run_id = self._run_id, run_id or self._run_id
+        if known is None or not run_id or run_id == known:
+            return
+        self.written = False
+        self._wake.set()
+        say("gateway", f"Redis restarted at {where(self.url)}: writing this instance's sessions again", logging.INFO)
+
     def _back(self) -> None:
         self._failures = 0
+        self.written = True
         if not self.up:
             self.up = True
             say("gateway", f"Redis back at {where(self.url)}: this instance's sessions are routed again", logging.INFO)
@@ -185,7 +201,9 @@ class Cluster:
 
     def trouble(self) -> str | None:
         """Why ``/readyz`` says ``degraded`` (None: it need not)."""
-        return None if self.up else "redis unreachable: serving this instance's sessions only"
+        if not self.up:
+            return "redis unreachable: serving this instance's sessions only"
+        return None if self.written else "redis restarted: this instance's sessions are being written again"
 
     def _record(self, side: Owned) -> bytes:
         return orjson.dumps([self.id, self.advertise, principal_hash(side.principal)])
@@ -206,7 +224,11 @@ class Cluster:
 
     async def _beat_forever(self) -> None:
         while True:
-            await asyncio.sleep(HEARTBEAT)
+            try:
+                await asyncio.wait_for(self._wake.wait(), HEARTBEAT)
+            except TimeoutError:
+                pass
+            self._wake.clear()
             await self._beat()
 
     async def opened(self, session_id: str, principal: object) -> None:
@@ -230,23 +252,30 @@ class Cluster:
         try:
             raw: Any = await asyncio.wait_for(self.redis.get(PREFIX + session_id), REDIS_WAIT * 2)
         except self._errors() as exc:
-            self._lost(exc)
+            if wrong_type(exc):  # a Redis that answers, holding something else under the key
+                self._ignore(session_id, "it is not a string")
+            else:
+                self._lost(exc)
             return None
         if raw is None:
             return None
         owner = read_record(raw)
         if isinstance(owner, str):  # not one an instance wrote: ignored, said once a session
-            if session_id not in self._malformed:
-                self._malformed[session_id] = None
-                if len(self._malformed) > KNOWN_OWNERS:
-                    self._malformed.popitem(last=False)
-                say("gateway", f"ignoring the record of session {session_id[:8]}... in Redis: {owner}")
+            self._ignore(session_id, owner)
             return None
         if owner.instance != self.id:
             self._owners[session_id] = owner
             if len(self._owners) > KNOWN_OWNERS:
                 self._owners.popitem(last=False)
         return owner
+
+    def _ignore(self, session_id: str, why: str) -> None:
+        """A session's record that is not one an instance writes: as if there were none, said once."""
+        if session_id not in self._malformed:
+            self._malformed[session_id] = None
+            if len(self._malformed) > KNOWN_OWNERS:
+                self._malformed.popitem(last=False)
+            say("gateway", f"ignoring the record of session {session_id[:8]}... in Redis: {why}")
 
     async def _still_owned(self, session_id: str) -> bool:
         """Whether the session's owner still writes it (Redis out of reach: no news of a death, so yes)."""

@@ -78,6 +78,7 @@ def serve_http(
         cluster=peers,
         connector=servers.connector,  # a principal's sessions share its servers
     )
+    front.grants = cores  # each request granted by its own credentials
     if reload is not None:
         from lazymcp.run.reload import Reloader
 

@@ -60,6 +60,7 @@ from lazymcp.run.http_checks import (
     speaks_modern,
     with_trace_context,
 )
+from lazymcp.run.http_grants import Grants, bound, grant_of
 from lazymcp.run.http_requests import answer, notify
 from lazymcp.run.http_sessions import HttpSession, busy, event_stream, new_session, session_hash, session_of
 from lazymcp.surfaces.hosts import asked_mode
@@ -116,7 +117,9 @@ class HttpFront:
         self.guard = Guard(host, allow_hosts, allow_origins)
         self.sessions: dict[str, HttpSession] = {}
         self.moderns: dict[object, HttpSession] = {}
-        """2026-07-28 requests' sessions: one per principal (one in all without OAuth)."""
+        """2026-07-28 requests' sessions: one per principal and grant (one in all without credentials)."""
+        self.grants: Grants | None = None
+        """What each request's own credentials are granted (``lazymcp.run.http_grants``); None: all."""
         self._modern_lock = asyncio.Lock()
         self._closing: set[asyncio.Task[None]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -247,6 +250,7 @@ class HttpFront:
             remap_ids=remap_ids,
             limits=self.limits,
         )
+        side.principal, side.grant = principal, grant_of(self.grants, principal)
         try:
             await side.driver.start(self.eager)
         except Exception as exc:  # a bug must cost one session, never the front
@@ -283,7 +287,7 @@ class HttpFront:
         if request.method == "POST":
             return refuse_non_json(request) or await self._post(request)
         side = self.sessions.get(request.headers.get(SESSION_HEADER, ""))
-        if side is None or side.principal != principal_of(request):
+        if side is None or not bound(self.grants, side, principal_of(request)):
             return Response("Unknown or missing session", status_code=404 if request.method == "DELETE" else 405)
         if request.method == "DELETE":
             del self.sessions[request.headers[SESSION_HEADER]]
@@ -314,20 +318,20 @@ class HttpFront:
         headers: dict[str, str] = {}
         principal = principal_of(request)
         if modern:
+            key = (principal, grant_of(self.grants, principal))  # each request granted by its own token
             async with self._modern_lock:
-                side = self.moderns.get(principal)
+                side = self.moderns.get(key)
                 if side is None or side.driver.done.done():
                     opened = await self._open(principal, remap_ids=True)
                     if isinstance(opened, Response):
                         return opened
-                    side = self.moderns[principal] = opened
-                    side.principal = principal
+                    side = self.moderns[key] = opened
+            bound(self.grants, side, principal)  # the latest claims (a policy read again may grant anew)
         elif method == "initialize":
             opened = await self._open(principal, remap_ids=False)
             if isinstance(opened, Response):
                 return opened
             side = new_session(self.sessions, opened, headers)
-            side.principal = principal
             side.session_hash = session_hash(headers[SESSION_HEADER])
             if self.cluster is not None:
                 await self.cluster.opened(headers[SESSION_HEADER], principal)
@@ -335,7 +339,7 @@ class HttpFront:
             found = session_of(self.sessions, request, message)
             if isinstance(found, Response):
                 return found
-            if found.principal != principal:  # another principal's session: as if there were none
+            if not bound(self.grants, found, principal):  # another principal's session: as if there were none
                 return error_response(message.get("id"), 404, "Session not found: initialize first")
             side = found
         side.driver.core.session.record.mode = asked  # the mode this request's URL asks for, over its host's

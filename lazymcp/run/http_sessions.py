@@ -55,6 +55,8 @@ class HttpSession:
         self.principal: object = None
         """Who opened it (``lazymcp.access.policy.Principal``: a bearer token's name, or an OAuth token's client,
         issuer, subject and scopes); only they may use it."""
+        self.grant: object = None
+        """What its principal's latest credentials are granted (``lazymcp.run.http_grants``); None: all."""
         self.streams = 0
         """Event streams open on this session (GET, listen): a session with one is busy."""
         self._ids = itertools.count(1)

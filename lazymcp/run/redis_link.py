@@ -1,11 +1,18 @@
 """How an instance reaches the Redis it shares with its peers (``--redis URL``): a client each call of which
-is bounded by ``REDIS_WAIT`` and never retried, what such a call raises when Redis is out of reach
-(``REDIS_ERRORS``), and where that Redis is, said without the password a URL may carry."""
+is bounded by ``REDIS_WAIT``, what such a call raises when Redis is out of reach (``REDIS_ERRORS``), and
+where that Redis is, said without the password a URL may carry.
+
+A call is retried once, and only when its pooled connection was found closed (Redis restarted, or a
+proxy dropped an idle connection): the retry opens a new one, so the first calls after a restart reach
+the new Redis instead of failing on a socket it dropped. A timeout is never retried. Each new connection
+asks the server's ``run_id``, so that a restarted (empty) Redis is told from the one the instance wrote to.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from lazymcp.protocol.errors import ConfigError
@@ -29,8 +36,9 @@ REDIS_ERRORS = _redis_errors()
 """What a call to Redis that cannot reach it raises."""
 
 
-def connect(url: str) -> Redis:
-    """A client of the Redis at ``url``, each call bounded by ``REDIS_WAIT`` and never retried.
+def connect(url: str, on_server: Callable[[str], None] | None = None) -> Redis:
+    """A client of the Redis at ``url``, each call bounded by ``REDIS_WAIT``; ``on_server`` is told the
+    ``run_id`` of the server each new connection reaches.
 
     Raises:
         ConfigError: the ``redis`` client is not installed, or the URL is not one.
@@ -39,17 +47,47 @@ def connect(url: str) -> Redis:
         from redis.asyncio import Redis
         from redis.asyncio.retry import Retry
         from redis.backoff import NoBackoff
+        from redis.exceptions import ConnectionError as Dropped
+        from redis.exceptions import ResponseError as Refused
     except ImportError:
         raise ConfigError("--redis needs the redis client: pip install 'lazymcp[redis]'") from None
+
+    async def connected(connection: Any) -> None:
+        await connection.on_connect()
+        if on_server is not None:
+            await connection.send_command("INFO", "server")
+            try:
+                info = await connection.read_response()
+            except Refused:  # INFO renamed away (some hosted Redis): restarts go unseen, calls still work
+                info = b""
+            on_server(run_id(info))
+
     try:
         return Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
             url,
             socket_timeout=REDIS_WAIT,
             socket_connect_timeout=REDIS_WAIT,
-            retry=Retry(NoBackoff(), 0),
+            retry=Retry(NoBackoff(), 1, supported_errors=(Dropped,)),
+            redis_connect_func=connected,
         )
     except ValueError as exc:
         raise ConfigError(f"--redis {url!r}: {exc}") from None
+
+
+def wrong_type(exc: BaseException) -> bool:
+    """Is ``exc`` Redis saying a key holds another type than the command reads (the key's fault, not
+    Redis's: it answered)?"""
+    return type(exc).__name__ == "ResponseError" and str(exc).startswith("WRONGTYPE")
+
+
+def run_id(info: object) -> str:
+    """The ``run_id`` an ``INFO server`` answer names (new at each start of a Redis); empty when none."""
+    text = info.decode(errors="replace") if isinstance(info, bytes) else str(info)
+    for row in text.splitlines():
+        key, _, value = row.partition(":")
+        if key == "run_id":
+            return value.strip()
+    return ""
 
 
 def where(url: str) -> str:

@@ -28,7 +28,7 @@ import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from lazymcp.access.bearer import TokenAccess
 from lazymcp.access.files import read_secrets, read_tokens
@@ -36,13 +36,14 @@ from lazymcp.access.policy import ANONYMOUS, Grant, Principal
 from lazymcp.access.secrets import PrincipalSecrets
 from lazymcp.gateway.front import Gateway
 from lazymcp.gateway.reading import read_config
-from lazymcp.gateway.reconfigure import reconfigure, settle
+from lazymcp.gateway.reconfigure import reconfigure, regrant, settle
 from lazymcp.local.files import read_private
 from lazymcp.protocol.errors import ConfigError
 from lazymcp.run.notices import plural, say
 
 if TYPE_CHECKING:
     from lazymcp.access.ratelimit import Limiter
+    from lazymcp.core.actions import Action, Core
     from lazymcp.core.entries import ServerEntry
     from lazymcp.gateway.merged import Seed
     from lazymcp.run.gateway_build import Launch
@@ -113,6 +114,13 @@ class Cores:
         )
         self.seeds[grant] = core.seed
         return core
+
+    def regrant(self, core: Core, grant: object) -> Callable[[float], list[Action]] | None:
+        """The step that serves a session's gateway with ``grant`` (None: not a gateway's core)."""
+        if not isinstance(core, Gateway):
+            return None
+        granted = cast("Grant | None", grant)
+        return lambda now: regrant(core, granted, now)
 
     def take(self, launch: Launch) -> None:
         """Build from ``launch`` from now on (its catalogs anew)."""
@@ -242,7 +250,7 @@ class Reloader:
             if not isinstance(core, Gateway):
                 continue
             principal = side.principal if isinstance(side.principal, Principal) else None
-            grant = self.cores.grant(principal)
+            grant = side.grant = self.cores.grant(principal)
             side.driver.apply(lambda now, core=core, grant=grant: reconfigure(core, new, grant, manifests, now))
         say("gateway", f"{config.source} was read again: {_summary(old, new)}", logging.INFO)
 

@@ -40,6 +40,9 @@ def tokens(resource: str) -> dict[str, dict[str, Any]]:
         "other-audience": {**good, "aud": ELSEWHERE},
         "no-audience": good,
         "no-scope": {**good, "aud": resource, "scope": "profile"},
+        "ada-in-ops": {**good, "aud": resource, "groups": ["ops"]},  # one principal, two sets of claims
+        "ada-in-docs": {**good, "aud": resource, "groups": ["docs"]},
+        "eve": {**good, "aud": resource, "sub": "eve", "groups": ["ops"]},
     }
 
 

@@ -1,0 +1,52 @@
+"""What a request of the HTTP front may use comes from its own credentials (``lazymcp.access.policy``).
+
+A 2026-07-28 request is served by a session of its principal *and* of the grant its own token earns, so
+two requests of one principal whose tokens carry different claims (a group joined, a role dropped) never
+share a grant, even in flight together. A 2025-11-25 session is bound to the principal that opened it
+(another principal's request finds no session: 404); when the same principal comes with a token whose
+claims earn another grant, the session is granted anew before the request is served, and its client is
+told the lists that changed. ``bound`` is that one rule, and every path of the front goes through it:
+the POSTs of both eras, the GET stream and DELETE, and so the requests a peer instance forwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from lazymcp.access.policy import Principal
+    from lazymcp.core.actions import Action, Core
+    from lazymcp.run.http_sessions import HttpSession
+
+
+class Grants(Protocol):
+    """What the policy in force grants a principal, and how a session's core takes another grant."""
+
+    def grant(self, principal: Principal | None) -> object:
+        """The grant of ``principal`` (comparable; None: everything)."""
+        ...
+
+    def regrant(self, core: Core, grant: object) -> Callable[[float], list[Action]] | None:
+        """The step that serves ``core``'s session with ``grant`` (None: a core that has no grant)."""
+        ...
+
+
+def grant_of(grants: Grants | None, principal: Principal) -> object:
+    """What ``principal``'s own credentials are granted (None: the front grants no one anything apart)."""
+    return None if grants is None else grants.grant(principal)
+
+
+def bound(grants: Grants | None, side: HttpSession, principal: Principal) -> bool:
+    """May a request of ``principal`` use ``side``? Not when another principal opened it. When it may,
+    the session takes the request's own credentials (its claims) and the grant they earn, first."""
+    if side.principal != principal:
+        return False
+    side.principal = principal
+    grant = grant_of(grants, principal)
+    if grants is not None and grant != side.grant:
+        side.grant = grant
+        step = grants.regrant(side.driver.core, grant)
+        if step is not None:
+            side.driver.apply(step)
+    return True
