@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import orjson
+import pytest
 from anyio.abc import Process, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
@@ -23,6 +24,8 @@ from .forkserver import program_pid
 
 TIMEOUT = 30
 """Bound on one test's conversation with a few processes, on a loaded machine."""
+STDERR_TAIL = 4000
+"""How much of a failed server's stderr a test's failure shows."""
 PROXY = [sys.executable, "-m", "lazymcp", "proxy"]
 PID_SERVER = [sys.executable, str(SERVERS / "pid_server.py")]
 """A raw server whose ``whoami`` tells its process id, and whose ``raw`` echoes the call's line as read."""
@@ -201,13 +204,28 @@ async def listening(
     environ = {**os.environ, **env} if env else None
     async with await anyio.open_process(list(command), stdout=None, stderr=stderr, env=environ) as process:
         try:
-            await until_listening(port, process, within=TIMEOUT)
+            try:
+                await until_listening(port, process, within=TIMEOUT)
+            except pytest.fail.Exception as exc:  # why it did not listen, in its own words
+                said = await _said(process) if process.returncode is not None else ""
+                pytest.fail(f"{exc.msg}; its stderr:\n{said}" if said else str(exc.msg))
             yield process
         finally:
             if process.returncode is None:
                 process.terminate()
                 with anyio.fail_after(10):
                     await process.wait()
+
+
+async def _said(process: Process) -> str:
+    """What an exited process wrote on its stderr (when piped), its last ``STDERR_TAIL`` characters."""
+    if process.stderr is None:
+        return ""
+    said = bytearray()
+    with anyio.move_on_after(5):
+        async for chunk in process.stderr:
+            said += chunk
+    return said.decode(errors="replace")[-STDERR_TAIL:]
 
 
 @asynccontextmanager

@@ -35,9 +35,18 @@ CLAUDE_CODE: Final = "claude-code"
 ALWAYS_LOAD: Final = "anthropic/alwaysLoad"
 """The ``_meta`` key Claude Code reads as "never defer this tool"."""
 ANTHROPIC_API_HOST: Final = "api.anthropic.com"
-CONTEXT_SHARE: Final = 20_000
-"""Claude Code's ``ENABLE_TOOL_SEARCH=auto`` defers MCP tools once their definitions pass 10% of the
-model's context: 20,000 tokens of a 200,000-token window."""
+AUTO_SHARE: Final = 10.0
+"""Claude Code's ``ENABLE_TOOL_SEARCH=auto`` turns its tool search on once the deferrable definitions reach
+10% of the model's context window (``auto:N``: N%; 0 is always on, 100 never)."""
+CONTEXT_WINDOW: Final = 1_000_000
+"""The window Claude Code (2.1.332) assumes for its default models, in tokens."""
+SMALL_CONTEXT_WINDOW: Final = 200_000
+"""Its window with ``CLAUDE_CODE_DISABLE_1M_CONTEXT`` set."""
+OWN_DEFERRED: Final = 7_000
+"""The tokens of Claude Code's own deferrable tools (2.1.332: 11 of them, 7,338 cl100k_base tokens), which
+it counts with the MCP servers' tools."""
+_TRUE: Final = ("true", "1", "yes", "on")
+_FALSE: Final = ("false", "0", "no", "off")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +78,9 @@ HOSTS: Final[tuple[Host, ...]] = (
     # Claude Code 2.1.332, sample catalog (130 tools), a scripted model API (tests/hosts). Search on:
     # eager 1,355 tokens in 2 turns (its ToolSearch, then the call); describe 1,717 in 3 (describe_tools
     # loaded and called, then the call); proxy 782 in 4. Search off: describe 5,665 in 2, eager 21,895
-    # (3.9 times as many) in 1. Over stdio `tool_search` reads which of the two it is.
+    # (3.9 times as many) in 1. Over stdio `tool_search` reads which of the two it is. Search auto: Claude
+    # Code counted eager's listing and its own tools at 28,383 tokens against 100,000 (10% of a 1M window) and
+    # showed it in full, 22,888 tokens in 1 turn; `auto_search` predicts that and serves describe, 6,657 in 2.
     Host(
         CLAUDE_CODE,
         "Claude Code",
@@ -183,25 +194,62 @@ def tool_search(environ: Mapping[str, str], full_tokens: Callable[[], int]) -> t
     """Whether Claude Code's tool search is on, read as Claude Code decides it from the environment it
     starts a stdio server with, and why; None when that environment is not Claude Code's.
 
-    ``ENABLE_TOOL_SEARCH`` true or false says it; ``auto`` defers once the full definitions pass 10% of
-    the context (``full_tokens()``); unset, it is on against Anthropic's own API host and off behind
-    another ``ANTHROPIC_BASE_URL``.
+    ``ENABLE_TOOL_SEARCH`` true or false says it; ``auto`` (``auto_search``) counts the definitions it would
+    defer against a share of its context window; unset, it is on against Anthropic's own API host and off
+    behind another ``ANTHROPIC_BASE_URL``.
     """
     if environ.get("CLAUDECODE") != "1" and "CLAUDE_CODE_ENTRYPOINT" not in environ:
         return None
     setting = environ.get("ENABLE_TOOL_SEARCH", "").strip().lower()
-    if setting in ("true", "1", "yes", "on"):
+    if setting == "auto" or setting.startswith("auto:"):
+        return auto_search(environ, setting, full_tokens)
+    if setting in _TRUE:
         return True, f"ENABLE_TOOL_SEARCH={setting}"
-    if setting in ("false", "0", "no", "off"):
+    if setting in _FALSE:
         return False, f"ENABLE_TOOL_SEARCH={setting}"
-    if setting.startswith("auto"):
-        tokens = full_tokens()
-        return tokens > CONTEXT_SHARE, f"ENABLE_TOOL_SEARCH=auto, full definitions {tokens:,} tokens"
     base = environ.get("ANTHROPIC_BASE_URL", "").strip()
     host = urlsplit(base).hostname if base else ANTHROPIC_API_HOST
     if host == ANTHROPIC_API_HOST:
         return True, "Anthropic's API"
     return False, f"ANTHROPIC_BASE_URL at {host}"
+
+
+def auto_search(environ: Mapping[str, str], setting: str, full_tokens: Callable[[], int]) -> tuple[bool, str]:
+    """``ENABLE_TOOL_SEARCH=auto`` (or ``auto:N``) as Claude Code decides it: on once the tokens of every
+    deferrable definition (lazymcp's full listing, ``full_tokens()``, and Claude Code's own, ``OWN_DEFERRED``)
+    reach the share (``AUTO_SHARE``, or N%) of the context window it assumes (``context_window``).
+
+    So the listing that decides is the full one: served ``eager``, a catalog under the threshold is shown in
+    full (no search), and one over it is deferred; a smaller listing (stubs) stays under it.
+    """
+    share = AUTO_SHARE
+    if setting.startswith("auto:"):
+        try:
+            share = min(100.0, max(0.0, float(setting[5:])))
+        except ValueError:  # Claude Code says so and keeps its 10%
+            share = AUTO_SHARE
+    said = f"ENABLE_TOOL_SEARCH={setting}"
+    if share == 0:
+        return True, said
+    if share == 100:
+        return False, said
+    window = context_window(environ)
+    threshold = int(window * share / 100)
+    tokens = full_tokens() + OWN_DEFERRED
+    why = f"{said}: about {tokens:,} tokens of deferrable definitions against {share:g}% of {window:,}"
+    return tokens >= threshold, why
+
+
+def context_window(environ: Mapping[str, str]) -> int:
+    """The context window Claude Code assumes, as its environment says: ``CLAUDE_CODE_MAX_CONTEXT_TOKENS``
+    with ``DISABLE_COMPACT``; 200,000 with ``CLAUDE_CODE_DISABLE_1M_CONTEXT``; else its default models' 1M."""
+    if environ.get("DISABLE_COMPACT", "").strip().lower() in _TRUE:
+        limit = environ.get("CLAUDE_CODE_MAX_CONTEXT_TOKENS", "").strip()
+        if limit.isdigit() and int(limit) > 0:
+            return int(limit)
+    if environ.get("CLAUDE_CODE_DISABLE_1M_CONTEXT", "").strip().lower() in _TRUE:
+        return SMALL_CONTEXT_WINDOW
+    return CONTEXT_WINDOW
 
 
 @dataclass(frozen=True, slots=True)

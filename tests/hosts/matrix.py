@@ -29,7 +29,7 @@ MEASURED: dict[tuple[str, str], Cell] = {
     ("claude-nosearch", "describe"): Cell(133, 0, 5665, 23873, 2, _ARGS),
     ("claude-nosearch", "eager"): Cell(130, 0, 21895, 40111, 1, _ARGS),
     ("claude-nosearch", "proxy"): Cell(4, 0, 782, 18995, 3, _ARGS),
-    ("claude-auto", "default"): Cell(130, 0, 22888, 41324, 1, _ARGS),
+    ("claude-auto", "default"): Cell(133, 0, 6657, 25074, 2, _ARGS),
     ("claude-auto", "describe"): Cell(133, 0, 6658, 25084, 2, _ARGS),
     ("claude-auto", "eager"): Cell(130, 0, 22888, 41320, 1, _ARGS),
     ("claude-auto", "proxy"): Cell(4, 0, 782, 19087, 3, _ARGS),

@@ -7,7 +7,17 @@ import re
 from typing import Any
 
 from lazymcp.surfaces.catalog import Catalog
-from lazymcp.surfaces.hosts import ALWAYS_LOAD, HOSTS, Session, choose, host_of, tool_search, version_of
+from lazymcp.surfaces.hosts import (
+    ALWAYS_LOAD,
+    HOSTS,
+    OWN_DEFERRED,
+    Session,
+    auto_search,
+    choose,
+    host_of,
+    tool_search,
+    version_of,
+)
 from lazymcp.surfaces.instructions import MAX_INSTRUCTIONS, Group, catalog_instructions, written
 from lazymcp.surfaces.metatools import describe_tools_definition
 from lazymcp.surfaces.methods import Caller, dispatch
@@ -49,14 +59,30 @@ def test_claude_codes_tool_search_is_read_from_its_environment_as_it_decides_it(
     )
     assert tool_search({"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": "false"}, no_tokens) is not None
     assert tool_search({"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": "false"}, no_tokens)[0] is False  # type: ignore[index]
-    big, small = (lambda: 30_000), (lambda: 5_000)
-    assert tool_search({"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": "auto"}, big)[0] is True  # type: ignore[index]
-    assert tool_search({"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": "auto"}, small)[0] is False  # type: ignore[index]
+    assert tool_search({"CLAUDE_CODE_ENTRYPOINT": "cli", "ENABLE_TOOL_SEARCH": "auto"}, no_tokens) is not None
     assert tool_search({"CLAUDE_CODE_ENTRYPOINT": "cli"}, no_tokens)[0] is True  # type: ignore[index]
     away = {"CLAUDECODE": "1", "ANTHROPIC_BASE_URL": "https://llm.example.com/anthropic"}
     assert tool_search(away, no_tokens) == (False, "ANTHROPIC_BASE_URL at llm.example.com")
     home = {"CLAUDECODE": "1", "ANTHROPIC_BASE_URL": "https://api.anthropic.com"}
     assert tool_search(home, no_tokens)[0] is True  # type: ignore[index]
+
+
+def test_auto_counts_the_deferrable_definitions_against_a_share_of_the_window_claude_code_assumes() -> None:
+    def on(setting: str, tokens: int, **environ: str) -> bool:
+        return auto_search(environ, setting, lambda: tokens - OWN_DEFERRED)[0]
+
+    # its default models' window is 1M: 10% of it is 100,000 tokens (the sample catalog's 25,753 stays under)
+    assert not on("auto", 99_999) and on("auto", 100_000)
+    assert on("auto", 20_000, CLAUDE_CODE_DISABLE_1M_CONTEXT="1") and not on(
+        "auto", 19_999, CLAUDE_CODE_DISABLE_1M_CONTEXT="1"
+    )
+    assert on("auto", 5_000, DISABLE_COMPACT="1", CLAUDE_CODE_MAX_CONTEXT_TOKENS="50000")
+    assert not on("auto", 5_000, CLAUDE_CODE_MAX_CONTEXT_TOKENS="50000")  # read only with DISABLE_COMPACT
+    assert on("auto:5", 50_000) and not on("auto:5", 49_999)
+    assert on("auto:0", 0) and not on("auto:100", 10**9)
+    assert on("auto:x", 100_000) and not on("auto:x", 99_999)  # not a number: its 10%
+    said = auto_search({}, "auto", lambda: 21_000)[1]
+    assert said == "ENABLE_TOOL_SEARCH=auto: about 28,000 tokens of deferrable definitions against 10% of 1,000,000"
 
 
 def test_the_order_of_choice_the_session_then_the_host_setting_then_the_mode_for_all_then_the_table() -> None:
