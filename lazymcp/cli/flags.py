@@ -173,7 +173,7 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="with --http: share sessions with the other instances of this Redis, e.g. redis://host:6379/0; "
         "with --refresh: send the manifests there for the running instances "
-        "(env LAZYMCP_REDIS_URL; needs pip install 'lazymcp[redis]')",
+        "(env LAZYMCP_REDIS_URL; needs the redis extra)",
     )
     parser.add_argument(
         "--advertise",

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from lazymcp.local.extras import install_hint
 from lazymcp.protocol.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def connect(url: str, on_server: Callable[[str], None] | None = None) -> Redis:
         from redis.exceptions import ConnectionError as Dropped
         from redis.exceptions import ResponseError as Refused
     except ImportError:
-        raise ConfigError("--redis needs the redis client: pip install 'lazymcp[redis]'") from None
+        raise ConfigError(f"--redis needs the redis client: {install_hint('redis')}") from None
 
     async def connected(connection: Any) -> None:
         await connection.on_connect()

