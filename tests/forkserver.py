@@ -220,9 +220,7 @@ def _run(request: dict[str, Any]) -> None:
     unbuffered = bool(request["unbuffered"] or os.environ.get("PYTHONUNBUFFERED"))
     for number, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
         raw = io.FileIO(number, mode, closefd=False)
-        binary: Any = raw if unbuffered and mode == "w" else io.BufferedWriter(raw)
-        if mode == "r":
-            binary = io.BufferedReader(raw)
+        binary: Any = io.BufferedReader(raw) if mode == "r" else raw if unbuffered else io.BufferedWriter(raw)
         stream = io.TextIOWrapper(
             binary,
             encoding="utf-8",
