@@ -1,0 +1,87 @@
+"""The fork server the test run starts its Python processes from (``tests/forkserver.py``): a program handed
+over behaves, for the test that started it, as the process it started would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ..forkserver import VARIABLE, program_pid
+from ..raw import children, gone
+
+pytestmark = pytest.mark.skipif("|" not in os.environ.get(VARIABLE, ""), reason="the fork server is off")
+
+
+def test_a_program_runs_in_a_fork_with_its_own_arguments_directory_environment_and_exit_status(tmp_path) -> None:
+    code = "import os, sys; print(os.getpid(), os.getcwd(), os.environ['GIVEN'], sys.argv[1:], sys.stdin.read())"
+    done = subprocess.run(
+        [sys.executable, "-c", code + "; sys.exit(7)", "a", "b"],
+        input="piped",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "GIVEN": "yes"},
+        timeout=60,
+    )
+    pid, cwd, given, args, piped = done.stdout.split(" ", 4)
+    assert done.returncode == 7, done.stderr
+    assert (cwd, given, args, piped.strip()) == (str(tmp_path), "yes", "['a',", "'b'] piped")
+    assert int(pid) > 0
+
+
+def test_signals_reach_the_program_and_its_death_by_signal_is_the_stand_ins() -> None:
+    with subprocess.Popen(
+        [sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as started:
+        assert started.stdout is not None
+        program = int(started.stdout.readline())
+        assert program != started.pid and program_pid(started.pid) == program  # handed over, and found
+        started.send_signal(signal.SIGTERM)
+        assert started.wait(60) == -signal.SIGTERM
+    deadline = time.monotonic() + 30
+    while not gone(program) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(program)
+
+
+def test_a_stand_in_killed_outright_takes_its_program_with_it() -> None:
+    with subprocess.Popen(
+        [sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as started:
+        assert started.stdout is not None
+        program = int(started.stdout.readline())
+        started.kill()
+        started.wait(60)
+    deadline = time.monotonic() + 30
+    while not gone(program) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(program)
+
+
+def test_children_are_seen_through_the_stand_in() -> None:
+    code = (
+        "import subprocess, sys, time;"
+        " child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']);"
+        " print(child.pid, flush=True); time.sleep(600)"
+    )
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) as started:
+        assert started.stdout is not None
+        child = int(started.stdout.readline())
+        try:
+            deadline = time.monotonic() + 30
+            while program_pid(child) == child and time.monotonic() < deadline:  # until it has handed over
+                time.sleep(0.05)
+            assert children(started.pid) == [program_pid(child)] != [child]
+        finally:
+            os.kill(child, signal.SIGKILL)
+            started.kill()
+            started.wait(60)
