@@ -40,6 +40,8 @@ def _hand_over() -> None:
     kind, target = program[0], str(program[1])
     if kind == "code" and "sys.stdin.readline()" in target:  # a pytest-xdist worker's bootstrap
         return
+    if kind == "module" and target in ("pytest", "pip", "venv"):  # a run of its own, which imports its own way
+        return
     if kind == "script" and not os.path.exists(target):
         return
     try:

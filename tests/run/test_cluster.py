@@ -24,6 +24,7 @@ from lazymcp.run.forward import FORWARDED_HEADER
 from lazymcp.run.http_front import HttpFront
 
 from ..conftest import SERVERS, free_port, until
+from ..forkserver import program_pid
 from ..raw import (
     INIT,
     PID_SERVER,
@@ -523,11 +524,11 @@ async def test_a_request_waiting_on_an_owner_that_stops_answering_gets_404_not_a
             with anyio.fail_after(TIMEOUT):
                 session = await open_session(one)
                 _, before = await post(two, WHOAMI, session)
-                owner.send_signal(signal.SIGSTOP)
+                os.kill(program_pid(owner.pid), signal.SIGSTOP)  # uncatchable: to the program itself
                 try:
                     after, answer = await post(two, WHOAMI, session)
                 finally:
-                    owner.send_signal(signal.SIGCONT)
+                    os.kill(program_pid(owner.pid), signal.SIGCONT)
     assert pid_of(before)
     assert after == 404 and answer is not None and "initialize again" in answer["error"]["message"]
 

@@ -17,6 +17,7 @@ from lazymcp.core.actions import Called
 from lazymcp.run.observe import audit_line
 
 from ..conftest import SERVERS, accepts, free_port, serving, until
+from ..forkserver import VARIABLE
 from ..raw import (
     MODERN_HEADERS,
     TIMEOUT,
@@ -385,7 +386,9 @@ async def test_without_the_variable_no_opentelemetry_module_is_loaded(tmp_path: 
     )
     command = [sys.executable, "-c", report, "gateway", "--config", str(config(tmp_path)), "--mode", "proxy"]
     answered, stderr = await echo_then_stderr(
-        command, {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "OTEL_TRACES_EXPORTER": ""}
+        # started the ordinary way: a fork of the test run's fork server has the SDK, and OTel with it, loaded
+        command,
+        {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "OTEL_TRACES_EXPORTER": "", VARIABLE: "off"},
     )
     assert "result" in answered
     assert "LOADED [] None" in stderr
