@@ -166,3 +166,56 @@ async def test_one_principals_new_sessions_end_only_its_own_idle_sessions(tmp_pa
     assert still == [False, True, True, True]
     assert carol[0] == 503 and b"--max-sessions" in carol[2]
     assert after == [False, False, True, True, True]
+
+
+BRACKETED = """
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("bracketed", version="1.0", log_level="WARNING")
+for name in ("get[1]", "get1", "get2"):
+    server.tool(name=name)(lambda name=name: name)
+server.run()
+"""
+
+
+@pytest.mark.anyio
+async def test_a_deny_of_a_tool_named_get_1_denies_it_over_http(tmp_path: Path) -> None:
+    """A server with tools ``get[1]``, ``get1`` and ``get2``. Alice's deny ``s__get[1]`` denies the tool it
+    spells, and, as a glob, ``get1`` too; Bob's ``s__get[[]1]`` (the bracket meant literally) denies
+    ``get[1]`` only; Carol, denied nothing, calls all three. A denied tool is refused when called directly
+    and through ``invoke_tool``."""
+    server = tmp_path / "bracketed.py"
+    server.write_text(BRACKETED)
+    path = tmp_path / "mcp.json"
+    access = {
+        "alice": {"allow": ["s__*"], "deny": ["s__get[1]"]},
+        "bob": {"allow": ["s__*"], "deny": ["s__get[[]1]"]},
+        "carol": {"allow": ["s__*"]},
+    }
+    servers = {"s": {"command": sys.executable, "args": [str(server)]}}
+    path.write_text(json.dumps({"mcpServers": servers, "lazymcp": {"access": access}}))
+    tokens = tmp_path / "tokens"
+    tokens.write_text("alice: tok-a\nbob: tok-b\ncarol: tok-c\n")
+    tokens.chmod(0o600)
+    port = free_port()
+    flags = ["--token-file", str(tokens), "--mode", "proxy"]
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+
+    async def seen(token: str) -> tuple[list[bool], list[bool]]:
+        session = await open_session(port, {"Authorization": f"Bearer {token}"})
+        direct: list[bool] = []
+        invoked: list[bool] = []
+        for number, tool in enumerate(["s__get[1]", "s__get1", "s__get2"]):
+            _, answer = await post(port, tool_call(10 + number, tool), session)
+            direct.append(answer is not None and "result" in answer and not answer["result"].get("isError"))
+            call = {"name": "invoke_tool", "arguments": {"name": tool, "arguments": {}}}
+            _, answer = await post(port, request(20 + number, "tools/call", call), session)
+            invoked.append(answer is not None and "result" in answer and not answer["result"].get("isError"))
+        return direct, invoked
+
+    async with listening(gateway_command(path, port, *flags), port, env=env):
+        with anyio.fail_after(TIMEOUT * 2):
+            alice, bob, carol = await seen("tok-a"), await seen("tok-b"), await seen("tok-c")
+    assert carol == ([True, True, True], [True, True, True])  # each tool is there to be denied
+    assert alice == ([False, False, True], [False, False, True])
+    assert bob == ([False, True, True], [False, True, True])
