@@ -8,6 +8,7 @@ introspects as its own confidential client ``CLIENT_ID``. Its protected resource
 ``ISSUER`` and that scope. ``whoami`` says whose the token is and how many tokens the server has seen."""
 
 import sys
+from typing import Any, cast
 
 import httpx2
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -31,17 +32,17 @@ class Introspection:
         async with httpx2.AsyncClient(trust_env=False, timeout=30) as client:
             if self.endpoint is None:
                 found = await client.get(f"{ISSUER}/.well-known/openid-configuration")
-                self.endpoint = found.raise_for_status().json()["introspection_endpoint"]
+                self.endpoint = str(found.raise_for_status().json()["introspection_endpoint"])
             answer = await client.post(
                 self.endpoint,
                 data={"token": token, "token_type_hint": "access_token"},
                 auth=(CLIENT_ID, CLIENT_SECRET),
             )
-        said = answer.json() if answer.status_code == 200 else {}
+        said: dict[str, Any] = answer.json() if answer.status_code == 200 else {}
         if not said.get("active"):
             return None
-        audience = said.get("aud")
-        audiences = audience if isinstance(audience, list) else [audience]
+        audience: Any = said.get("aud")
+        audiences: list[Any] = cast(list[Any], audience) if isinstance(audience, list) else [audience]
         seen.add(token)
         return AccessToken(
             token=token,
