@@ -7,7 +7,8 @@ in the file even where a keyring is found.
 
 A sign-in is kept under its key: the principal (``""``: the person running lazymcp), the server's URL and
 the resource it was signed in for, so that two accounts of one server stay apart. What is kept: the
-tokens, when the access token expires (wall-clock seconds) and the client's registration. Nothing here
+tokens, when the access token expires (wall-clock seconds), the client's registration and the metadata
+the sign-in found (``lazymcp.run.signin``). Nothing here
 ever puts a value in an error or a log line.
 """
 

@@ -2,7 +2,8 @@
 sign-ins kept by ``lazymcp.access.tokens``.
 
 ``Kept`` is the SDK's ``TokenStorage`` for one server: tokens (with when they expire) and the client's
-registration, kept under the server's URL and resource; a client registered beforehand (the entry's
+registration, and the protected resource's and authorization server's metadata the sign-in found (where
+a refresh goes), kept under the server's URL and resource; a client registered beforehand (the entry's
 ``oauth.clientId``) comes from the entry, never from the store. ``connection_auth`` is what a gateway's
 or proxy's connection to the server signs its requests with: the SDK's provider, which sends the kept
 access token and refreshes it when it expires, but never starts a sign-in of its own (that takes a
@@ -13,6 +14,7 @@ says to sign in again.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -31,6 +33,8 @@ CLIENT_NAME = "lazymcp"
 EARLY = 60.0
 """Seconds before its given expiry an access token is refreshed at most (a quarter of its life at most): a
 server's clock, or its rounding, may end it a little before lazymcp would."""
+METADATA = (("resource_metadata", "protected_resource_metadata"), ("authorization_server", "oauth_metadata"))
+"""The discovered metadata a sign-in keeps: its key in the store, and the SDK context's attribute."""
 UNSET_REDIRECT = "http://127.0.0.1/callback"
 """The redirect URI a connection's provider names (it never sends a person anywhere)."""
 
@@ -106,9 +110,31 @@ class Kept:
         kept["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
         life = tokens.expires_in
         kept["expires_at"] = time.time() + life - min(EARLY, life / 4) if life is not None else None
+        kept.update(self._discovered())
         self.store.put(self.key, kept)
         if self.context is not None:  # the SDK set its own expiry just before: refresh a little earlier
             self.context.token_expiry_time = kept["expires_at"]
+
+    def _discovered(self) -> dict[str, Any]:
+        """The metadata the sign-in found (RFC 9728 and RFC 8414), to keep beside its tokens."""
+        found: dict[str, Any] = {}
+        for key, name in METADATA:
+            value = getattr(self.context, name, None)
+            if value is not None:
+                found[key] = value.model_dump(mode="json", exclude_none=True)
+        return found
+
+    def restore_discovered(self) -> None:
+        """Give the provider's context the metadata kept at the sign-in: without it, the SDK would refresh
+        at the server's own origin (``/token``), not at the authorization server's token endpoint."""
+        from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
+
+        kept = self._kept()
+        for (key, name), kind in zip(METADATA, (ProtectedResourceMetadata, OAuthMetadata), strict=True):
+            value = kept.get(key)
+            if isinstance(value, dict) and self.context is not None:
+                with contextlib.suppress(ValueError):  # kept by another version: discovered anew on a 401
+                    setattr(self.context, name, kind.model_validate(value))
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         from mcp.shared.auth import OAuthClientInformationFull
@@ -200,4 +226,5 @@ def connection_auth(entry: ServerEntry, store: TokenStore | None = None, princip
 
     auth = provider(entry, kept, UNSET_REDIRECT, refused, never)
     auth.context.token_expiry_time = kept.expires_at()  # the SDK knows it only from a token it was sent
+    kept.restore_discovered()
     return auth
