@@ -81,3 +81,28 @@ async def test_each_principal_reaches_the_upstream_with_its_own_exchanged_token(
     assert "exchanged-" not in said and "Bearer eve" not in said and EXCHANGE_SECRET not in said
     logged = stderr.read_text()
     assert "invalid_target" in logged and "exchanged-" not in logged and EXCHANGE_SECRET not in logged
+
+
+@pytest.mark.anyio
+async def test_without_an_oauth_principal_an_exchange_server_is_not_started_and_says_why() -> None:
+    """stdio (no principal) and a ``--token-file`` token (a principal with no OAuth token) both get the one
+    line naming what is needed; nothing is sent anywhere."""
+    from lazymcp.access.exchange import NEEDS_PRINCIPAL
+    from lazymcp.access.policy import Principal
+    from lazymcp.gateway.config import parse_config
+    from lazymcp.protocol.errors import UpstreamError
+    from lazymcp.run.connections import connect
+    from lazymcp.run.exchange import Exchanges, exchanging
+
+    exchange = {"tokenEndpoint": "http://127.0.0.1:9/token", "audience": "a", "clientId": "c", "clientSecret": "s"}
+    data = {"mcpServers": {"api": {"url": "http://127.0.0.1:9/mcp", "oauth": {"exchange": exchange}}}}
+    api = parse_config(data, source="mcp.json").servers[0]
+    exchanges = Exchanges()
+    for connection in (
+        connect(api, isolated=True),
+        exchanging(exchanges, Principal(name="ci"), connect)(api, isolated=True),
+    ):
+        with pytest.raises(UpstreamError) as refused:
+            await connection.start(lambda line: None, lambda why: None)
+        assert refused.value.message == NEEDS_PRINCIPAL
+    assert exchanges.made == 0

@@ -113,7 +113,7 @@ class Issuer:
         if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange":
             return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
         known = self.tokens.get(str(form.get("subject_token", "")), {})
-        kind = form.get("subject_token_type")
+        kind = str(form.get("subject_token_type", ""))
         if (
             not known.get("active")
             or known.get("exp", 0) < time.time()
