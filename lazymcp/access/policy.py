@@ -40,7 +40,7 @@ _TOKEN_NAME = re.compile(r"[A-Za-z0-9_.@+\-]+")
 @dataclass(frozen=True, slots=True)
 class Principal:
     """Who a request comes from. Two requests of one principal compare equal (a session is bound to it);
-    ``claims`` take no part in that, since a renewed token's times and id differ."""
+    ``claims`` and ``token`` take no part in that, since a renewed token's times and id differ."""
 
     name: str | None = None
     """The bearer token's name (``name: token`` in the token file; ``default`` for a bare token)."""
@@ -49,6 +49,9 @@ class Principal:
     subject: str | None = None
     scopes: frozenset[str] = frozenset()
     claims: Mapping[str, object] = field(default_factory=lambda: {}, compare=False, hash=False)
+    token: str | None = field(default=None, compare=False, hash=False, repr=False)
+    """The OAuth access token the request came with, for token exchange (``lazymcp.access.exchange``) only:
+    never logged, never sent on."""
 
     def describe(self) -> str:
         """A few words naming it, for logs: the token's name, else the subject or client."""

@@ -5,7 +5,7 @@ beforehand (``clientId``, with ``clientSecret`` for a confidential one), else a 
 Document (``clientMetadataUrl``, an https URL the server fetches), else dynamic registration (no
 ``oauth`` key at all, or one with ``scopes`` only). ``scopes``: what to ask for (default: what the server
 asks for in its 401, or lists in its metadata). The secret is never shown: not in ``repr``, an error or a
-log line.
+log line. ``exchange``: no sign-in, but a token exchanged for each principal (``lazymcp.access.exchange``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
+from lazymcp.access.exchange import ExchangeSettings, parse_exchange
 from lazymcp.protocol.errors import ConfigError
 
-OAUTH_KEYS = ("clientId", "clientSecret", "scopes", "clientMetadataUrl")
+OAUTH_KEYS = ("clientId", "clientSecret", "scopes", "clientMetadataUrl", "exchange")
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,8 @@ class SignInSettings:
     client_secret: str | None = field(default=None, repr=False)
     scopes: tuple[str, ...] = ()
     client_metadata_url: str | None = None
+    exchange: ExchangeSettings | None = None
+    """Token exchange for each principal (``lazymcp.access.exchange``) instead of a sign-in."""
 
 
 def parse_sign_in(value: object, where: str, expand: Callable[[str], str] = lambda text: text) -> SignInSettings:
@@ -42,6 +45,10 @@ def parse_sign_in(value: object, where: str, expand: Callable[[str], str] = lamb
     for key in given:
         if key not in OAUTH_KEYS:
             raise ConfigError(f"{where}: unknown field 'oauth.{key}'; expected any of {', '.join(OAUTH_KEYS)}")
+    if "exchange" in given:
+        if len(given) > 1:
+            raise ConfigError(f"{where}: field 'oauth.exchange' takes no other 'oauth' field beside it")
+        return SignInSettings(exchange=parse_exchange(given["exchange"], where, expand))
     texts: dict[str, str | None] = {}
     for key in ("clientId", "clientSecret", "clientMetadataUrl"):
         one = given.get(key)

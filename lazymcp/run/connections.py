@@ -246,6 +246,10 @@ def connect(entry: ServerEntry, *, isolated: bool) -> Connection:
     (``for_principal`` fills them)."""
     if entry.personal:
         return Refused(lacked(entry, sorted(entry.personal), None))
+    if entry.sign_in is not None and entry.sign_in.exchange is not None:
+        from lazymcp.access.exchange import NEEDS_PRINCIPAL
+
+        return Refused(NEEDS_PRINCIPAL)  # ``lazymcp.run.exchange`` reaches it for a principal
     if entry.url is not None:
         from lazymcp.run.signin import can_sign_in, connection_auth, login_hint
 

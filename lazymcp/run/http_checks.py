@@ -47,7 +47,15 @@ def principal_of(request: Request) -> Principal:
     client, issuer, subject = principal_components(token)
     claims = cast(dict[str, object], getattr(token, "claims", None) or {})
     scopes = frozenset(cast(list[str], getattr(token, "scopes", None) or []))
-    return Principal(client=client or None, issuer=issuer, subject=subject, scopes=scopes, claims=claims)
+    given = getattr(token, "token", None)
+    return Principal(
+        client=client or None,
+        issuer=issuer,
+        subject=subject,
+        scopes=scopes,
+        claims=claims,
+        token=given if isinstance(given, str) else None,
+    )
 
 
 async def refused(guard: Guard, access: Access | None, request: Request) -> Response | None:

@@ -5,7 +5,8 @@ process of each server on this instance; a process never serves two principals.
 server run as a process it gives a ``Lease`` on that principal's process (started by the first session
 that needs it), through which the session speaks as if the process were its own; ``Sharing``
 (``lazymcp.gateway.sharing``) keeps the sessions' ids, answers and the server's requests apart. A
-remote server (``url``) and an entry with ``"share": "session"`` get a connection of the session's own.
+remote server (``url``) and an entry with ``"share": "session"`` get a connection of the session's own
+(one that exchanges tokens, with the principal's exchanged token: ``lazymcp.run.exchange``).
 
 A process is stopped when its last session leaves, and when no message has crossed it for
 ``idle_timeout`` seconds (the front's idle timeout, 30 minutes) with nothing in flight: its sessions then
@@ -28,6 +29,7 @@ from lazymcp.protocol.errors import UpstreamError
 from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.run import observe
 from lazymcp.run.connections import Connection, connect, for_principal
+from lazymcp.run.exchange import Exchanges, exchanging
 from lazymcp.run.notices import say
 
 if TYPE_CHECKING:
@@ -260,6 +262,8 @@ class SharedServers:
         self.secrets = secrets
         """Each principal's own values for its servers (``--principal-secrets``)."""
         """Seconds without a message after which a process is stopped (None: only when its sessions leave)."""
+        self.exchanges = Exchanges()
+        """Each principal's tokens exchanged for remote servers (``lazymcp.run.exchange``)."""
         self.processes: dict[Key, _Process] = {}
         self.started = 0
         """Processes started so far (for the operator and the bench)."""
@@ -276,7 +280,8 @@ class SharedServers:
             return Lease(self, (principal, entry.name), entry)
 
         def connector(entry: ServerEntry, *, isolated: bool) -> Connection:  # the secrets as they are now
-            return for_principal(self.secrets, principal.describe(), direct)(entry, isolated=isolated)
+            exchanged = exchanging(self.exchanges, principal, direct)
+            return for_principal(self.secrets, principal.describe(), exchanged)(entry, isolated=isolated)
 
         return connector
 

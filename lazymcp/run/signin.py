@@ -61,7 +61,9 @@ def key_of(entry: ServerEntry, principal: str = "") -> str:
 
 
 def can_sign_in(entry: ServerEntry) -> bool:
-    """A remote server whose entry sends no ``Authorization`` header of its own."""
+    """A remote server whose entry sends no ``Authorization`` header of its own, nor exchanges tokens."""
+    if entry.sign_in is not None and entry.sign_in.exchange is not None:
+        return False  # a token exchanged for each principal: nothing to sign in to
     return entry.url is not None and not any(key.lower() == "authorization" for key in entry.headers)
 
 

@@ -26,6 +26,10 @@ CLIENT_ID = "lazymcp-gateway"
 CLIENT_SECRET = "introspection-secret-5e1"
 SCOPE = "mcp:tools"
 ELSEWHERE = "https://elsewhere.example/mcp"
+EXCHANGE_CLIENT = "lazymcp-exchanger"
+EXCHANGE_SECRET = "exchange-secret-7d2"
+AUDIENCE = "upstream-api"
+"""The only audience ``/token`` exchanges tokens for; any other is refused with ``invalid_target``."""
 
 
 def tokens(resource: str) -> dict[str, dict[str, Any]]:
@@ -53,6 +57,8 @@ class Issuer:
         self.url = f"http://127.0.0.1:{port}"
         self.tokens = tokens(resource)
         self.introspections = 0
+        self.exchanged: dict[str, dict[str, str]] = {}
+        """Each token ``/token`` issued: the subject it names, the audience and resource it is for."""
 
     def app(self) -> Starlette:
         return Starlette(
@@ -60,6 +66,7 @@ class Issuer:
                 Route("/.well-known/oauth-authorization-server", self.metadata),
                 Route("/oidc/.well-known/openid-configuration", self.oidc_metadata),
                 Route("/introspect", self.introspect, methods=["POST"]),
+                Route("/token", self.exchange, methods=["POST"]),
                 Route("/oidc/introspect", self.introspect, methods=["POST"]),
                 Route("/drip/introspect", self.drip, methods=["POST"]),
                 Route("/huge/introspect", self.huge, methods=["POST"]),
@@ -93,6 +100,35 @@ class Issuer:
         self.introspections += 1
         token = str((await request.form()).get("token", ""))
         return JSONResponse(self.tokens.get(token, {"active": False}))
+
+    async def exchange(self, request: Request) -> Response:
+        """RFC 8693 token exchange: the caller authenticates with HTTP Basic; the subject token must be an
+        access token this issuer issued, active and unexpired; the answer is a new token naming its subject."""
+        import base64
+
+        expected = base64.b64encode(f"{EXCHANGE_CLIENT}:{EXCHANGE_SECRET}".encode()).decode()
+        if request.headers.get("authorization") != f"Basic {expected}":
+            return JSONResponse({"error": "invalid_client"}, status_code=401)
+        form = await request.form()
+        if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange":
+            return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
+        known = self.tokens.get(str(form.get("subject_token", "")), {})
+        kind = str(form.get("subject_token_type", ""))
+        if (
+            not known.get("active")
+            or known.get("exp", 0) < time.time()
+            or not kind
+            or not kind.endswith("access_token")
+        ):
+            return JSONResponse({"error": "invalid_grant", "error_description": "bad subject token"}, status_code=400)
+        if form.get("audience") != AUDIENCE:
+            return JSONResponse({"error": "invalid_target"}, status_code=400)
+        token = f"exchanged-{len(self.exchanged) + 1}"
+        self.exchanged[token] = {"sub": known["sub"], "aud": AUDIENCE, "resource": str(form.get("resource"))}
+        issued = "urn:ietf:params:oauth:token-type:access_token"
+        return JSONResponse(
+            {"access_token": token, "issued_token_type": issued, "token_type": "Bearer", "expires_in": 3600}
+        )
 
     async def drip(self, request: Request) -> Response:
         async def forever() -> AsyncIterator[bytes]:
