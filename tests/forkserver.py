@@ -12,8 +12,8 @@ status, or by its signal). A copy whose stand-in dies (SIGKILL) kills itself.
 
 What a test sees is the same program, in a process of its own, on the same pipes; only the imports are
 shared. Anything the hand-over does not mirror (interpreter options other than ``-u`` and ``-B``, a
-different interpreter, a coverage run, a closed standard stream) starts the ordinary way. Set
-``LAZYMCP_TEST_FORKSERVER=off`` to start every process the ordinary way.
+different interpreter, a coverage run, a closed standard stream) starts the ordinary way. It is on with
+``LAZYMCP_TEST_FORKSERVER=on`` (off by default: see CONTRIBUTING.md for what it saves and what it costs).
 
 Protocol (one Unix stream connection per process): the stand-in sends a 4-byte big-endian length and that
 many bytes of JSON (``argv``, ``cwd``, ``env``, ``path``), with its descriptors 0, 1 and 2 attached to the
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 VARIABLE = "LAZYMCP_TEST_FORKSERVER"
-"""``<sys.prefix>|<socket path>`` in the children's environment; ``off`` before the run: no fork server."""
+"""``<sys.prefix>|<socket path>`` in the children's environment; ``on`` before the run: a fork server."""
 HAND_OVER = str(Path(__file__).resolve().parent / "fork")
 """The directory whose ``sitecustomize`` hands a process's work over."""
 PRELOADED = (
@@ -295,11 +295,17 @@ class ForkServer:
 
 
 def main() -> None:
+    import gc
+
     for module in PRELOADED:
         try:
             __import__(module)
         except ImportError:  # what this install lacks, a copy imports (or not) as the program would
             pass
+    # What is loaded now stays out of every copy's garbage collections: a collection that walked it would
+    # touch (and so copy) every page of it in each copy.
+    gc.collect()
+    gc.freeze()
     request = _serve(sys.argv[1])
     _run(request)
 

@@ -14,7 +14,9 @@ import pytest
 from ..forkserver import VARIABLE, program_pid
 from ..raw import children, gone
 
-pytestmark = pytest.mark.skipif("|" not in os.environ.get(VARIABLE, ""), reason="the fork server is off")
+pytestmark = pytest.mark.skipif(
+    "|" not in os.environ.get(VARIABLE, ""), reason="the fork server is off (LAZYMCP_TEST_FORKSERVER=on)"
+)
 
 
 def test_a_program_runs_in_a_fork_with_its_own_arguments_directory_environment_and_exit_status(tmp_path) -> None:
