@@ -36,37 +36,35 @@ def test_a_program_runs_in_a_fork_with_its_own_arguments_directory_environment_a
     assert int(pid) > 0
 
 
+SLEEPER = [sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(600)"]
+"""A program that says its process id and sleeps."""
+
+
+def ended(program: int) -> bool:
+    """Whether the process ``program`` is gone within 30 s."""
+    deadline = time.monotonic() + 30
+    while not gone(program) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return gone(program)
+
+
 def test_signals_reach_the_program_and_its_death_by_signal_is_the_stand_ins() -> None:
-    with subprocess.Popen(
-        [sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(600)"],
-        stdout=subprocess.PIPE,
-        text=True,
-    ) as started:
+    with subprocess.Popen(SLEEPER, stdout=subprocess.PIPE, text=True) as started:
         assert started.stdout is not None
         program = int(started.stdout.readline())
         assert program != started.pid and program_pid(started.pid) == program  # handed over, and found
         started.send_signal(signal.SIGTERM)
         assert started.wait(60) == -signal.SIGTERM
-    deadline = time.monotonic() + 30
-    while not gone(program) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert gone(program)
+    assert ended(program)
 
 
 def test_a_stand_in_killed_outright_takes_its_program_with_it() -> None:
-    with subprocess.Popen(
-        [sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(600)"],
-        stdout=subprocess.PIPE,
-        text=True,
-    ) as started:
+    with subprocess.Popen(SLEEPER, stdout=subprocess.PIPE, text=True) as started:
         assert started.stdout is not None
         program = int(started.stdout.readline())
         started.kill()
         started.wait(60)
-    deadline = time.monotonic() + 30
-    while not gone(program) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert gone(program)
+    assert ended(program)
 
 
 def test_children_are_seen_through_the_stand_in() -> None:
