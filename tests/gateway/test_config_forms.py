@@ -51,10 +51,12 @@ async def given(config: Path, env: dict[str, str]) -> dict[str, Any]:
 
 
 def project(tmp_path: Path) -> Path:
-    """A project folder holding the server as its own script (its path resolved, as the gateway's is)."""
+    """A project folder holding the server as its own script (its path resolved, as the gateway's is), with
+    the module it imports beside it."""
     folder = (tmp_path / "project").resolve()
     folder.mkdir()
     shutil.copy(GIVEN, folder / "server.py")
+    shutil.copy(GIVEN.with_name("given_env.py"), folder)
     return folder
 
 

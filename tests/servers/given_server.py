@@ -5,6 +5,7 @@ import json
 import os
 import sys
 
+from given_env import given_environment
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("given", version="1.0", log_level="WARNING")
@@ -14,16 +15,6 @@ server = MCPServer("given", version="1.0", log_level="WARNING")
 def given() -> str:
     """This process's arguments, working directory and environment, as JSON."""
     return json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "env": given_environment()})
-
-
-def given_environment() -> dict[str, str]:
-    """The environment as given: without what the test run's fork server adds (``tests/forkserver.py``)."""
-    env = dict(os.environ)
-    if env.pop("LAZYMCP_TEST_FORKSERVER", None) is not None:
-        path = [entry for entry in env.pop("PYTHONPATH", "").split(os.pathsep) if entry and not entry.endswith("fork")]
-        if path:
-            env["PYTHONPATH"] = os.pathsep.join(path)
-    return env
 
 
 @server.tool()
