@@ -139,4 +139,4 @@ async def test_two_servers_whose_names_make_one_namespace_are_one_line_of_the_in
     tools, named = await listed([*gateway, "--mode", "code"], env, "some-client")
     lines = [line for line in (named or "").splitlines() if line.startswith("- ")]
     assert lines == ["- a_b: The a-b copy. The a_b copy. 6 tools (a_b.add, a_b.upper, a_b.echo_2, ...)."], named
-    assert "a_b (6): The a-b copy" in (tools[1].description or "")
+    assert "a_b (6): The a-b copy / The a_b copy." in (tools[1].description or "")
