@@ -4,7 +4,8 @@ Each peer is installed, pinned, into its own environment under ``.cache/peers`` 
 and put in front of the same servers as ``lazymcp gateway``:
 
 - five real servers: server-everything, server-memory and server-filesystem (npm), mcp-server-time and
-  mcp-server-git (PyPI), pinned as the tests pin them;
+  mcp-server-git (PyPI), pinned and given their arguments as the tests give them (``tests/five_servers.py``:
+  the time server in zone ``UTC``, so that its tool text is the same on every machine);
 - thirty servers: the 30 captured catalogs of ``../shared/catalogs`` (954 tools), each served by
   ``lazymcp serve --catalog FILE --mode eager`` (its full tools to every client, as the real server
   would list them).
@@ -140,8 +141,8 @@ def real_servers(root: Path) -> dict[str, dict[str, Any]] | str:
             "env": {"MEMORY_FILE_PATH": str(root / "m.json")},
         },
         "filesystem": {"command": node, "args": [str(entries["filesystem"]), str(files)]},
-        "time": {"command": str(bin_dir / "mcp-server-time")},
-        "git": {"command": str(bin_dir / "mcp-server-git")},
+        "time": {"command": str(bin_dir / "mcp-server-time"), "args": ["--local-timezone", "UTC"]},
+        "git": {"command": str(bin_dir / "mcp-server-git"), "args": ["--repository", str(ROOT)]},
     }
 
 

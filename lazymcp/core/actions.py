@@ -89,6 +89,8 @@ class Stop(Because):
     """The server failed: end its process, saying ``reason``."""
 
     server: str
+    late: object = None
+    """The request the server did not answer in time (its id as sent to the server), when that is why."""
 
 
 class Fail(Because):

@@ -14,8 +14,8 @@ said in events; what the client sees is the owner's to decide:
 - ``Tools(catalog)``: a new tool list is in place (``Say`` names each tool left out of it).
 - ``Opened(result, detail)``: the handshake lazymcp made itself ended (``result`` None: refused).
 - ``Probed(era)``: the server's era, learnt from its answer to ``server/discover``.
-- ``Broke(reason)``: the server broke the protocol, hung past the timeout, or listed tools that cannot
-  be served; ``Unlisted(reason)``: its first tool list failed.
+- ``Broke(reason, late)``: the server broke the protocol, hung past the timeout (on request ``late``),
+  or listed tools that cannot be served; ``Unlisted(reason)``: its first tool list failed.
 
 lazymcp's own requests carry ids ``lazymcp-<random>-N``, so a client cannot pick one by chance or on
 purpose; their answers never reach the client. Every wait is tracked in ``lazymcp.core.waits`` until its
@@ -94,10 +94,12 @@ class Probed:
     era: Era
 
 
+@dataclass(frozen=True, slots=True)
 class Broke(Because):
     """The server cannot be served any longer: it broke the protocol, hung, or its tools cannot be served."""
 
-    __slots__ = ()
+    late: RequestId | None = None
+    """The request it hung on (its id as it was sent), when it hung."""
 
 
 class Unlisted(Because):
@@ -359,4 +361,4 @@ class Upstream:
         late = self.waits.overdue(now)
         if late is None or self.failed is not None:
             return events
-        return [*events, Broke(f"the upstream did not answer {late.method} within {self.timeout:g} s")]
+        return [*events, Broke(f"the upstream did not answer {late.method} within {self.timeout:g} s", late.request_id)]

@@ -40,7 +40,8 @@ def instructions(
     (``lazymcp.access.policy``), only the servers the principal has something of: a tool, their resources,
     or a pattern naming the server itself (its tools not known yet). In code mode (``code``: each server's
     tools by Python name), each server is named as its namespace in the code, and its tools as the code
-    calls them."""
+    calls them; servers whose names make one identifier (``a-b``, ``a_b``) share its namespace, as their
+    tools do (``lazymcp.surfaces.codemode.python_names``): one line, saying what each is for."""
     lead = "One endpoint for these MCP servers; each tool's name starts with its server's:"
     if code is not None:
         lead = "One endpoint for these MCP servers: run_code runs Python calling a tool as `await namespace.tool()`:"
@@ -50,13 +51,19 @@ def instructions(
             return True
         return grant.resources(name, separator) or grant.names_server(name, separator)
 
-    def group(entry: ServerEntry) -> Group:
-        described = entry.description or entry.category
-        if code is None:
-            return Group(f"{entry.name}{separator}", described, tools.get(entry.name, ()))
-        return Group(identifier(entry.name), described, code.get(entry.name, ()))
-
-    return written(lead, [group(entry) for entry in entries if shown(entry.name)])
+    granted = [entry for entry in entries if shown(entry.name)]
+    if code is None:
+        prefixed = [Group(f"{e.name}{separator}", e.description or e.category, tools.get(e.name, ())) for e in granted]
+        return written(lead, prefixed)
+    spaces: dict[str, list[ServerEntry]] = {}
+    for entry in granted:
+        spaces.setdefault(identifier(entry.name), []).append(entry)
+    groups: list[Group] = []
+    for space, sharing in spaces.items():
+        described = dict.fromkeys(text for e in sharing if (text := (e.description or e.category or "").strip()))
+        names = [name for e in sharing for name in code.get(e.name, ())]
+        groups.append(Group(space, " ".join(described) or None, names))
+    return written(lead, groups)
 
 
 def server_result(version: object, described: str, options: Options, server_info: Mapping[str, Any]) -> dict[str, Any]:

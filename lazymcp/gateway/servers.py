@@ -301,7 +301,8 @@ class Servers:
             elif isinstance(event, Opened):
                 happened += self._opened(server, event, now)
             elif isinstance(event, Broke | Unlisted):
-                return happened + self.fail(server.name, event.reason, now)
+                late = event.late if isinstance(event, Broke) else None
+                return happened + self.fail(server.name, event.reason, now, late=late)
         return happened
 
     def _opened(self, server: Server, opened: Opened, now: float) -> list[Happened]:
@@ -321,8 +322,9 @@ class Servers:
         """The server could not be started, or went away."""
         return [] if self.table[name].life.stopped else self.fail(name, reason, now)
 
-    def fail(self, name: str, reason: str, now: float) -> list[Happened]:
-        """The server failed: it is stopped and refused for its backoff, and what it owed is handed back."""
+    def fail(self, name: str, reason: str, now: float, *, late: object = None) -> list[Happened]:
+        """The server failed: it is stopped and refused for its backoff, and what it owed is handed back
+        (``late``: the request it hung on)."""
         server = self.table[name]
         reason = f"server {name!r}: {reason}"
         queued, server.queued = server.queued, []
@@ -330,7 +332,7 @@ class Servers:
         server.life.fail(reason, now)
         answers = upstream.fail(reason) if upstream is not None else []
         answers += [server.unavailable(frame.message["id"]) for frame in queued if frame.is_request]
-        return [Stop(reason, name), Down(name, answers)]
+        return [Stop(reason, name, late), Down(name, answers)]
 
     def expire(self, now: float) -> list[Happened]:
         """Fail every server that has left a request unanswered past the timeout."""

@@ -20,7 +20,9 @@ is set, and nothing otherwise:
   ``_meta.traceparent`` is a request span's) opens a span of kind client, the hop, a child of that
   request's span, and goes with the hop's context in ``_meta.traceparent`` (a stdio server reads it
   there; an HTTP server gets it as the ``traceparent`` header too, ``lazymcp.run.connections``). It ends
-  with the server's answer (``from_server``), when the server stops, or when the session ends (``closed``).
+  with the server's answer (``from_server``), when the server is told its request is cancelled
+  (``cancelled``: the client gave up on it, or a run on its call), when the server stops (``timeout`` for
+  the request it hung on, ``server_stopped`` for the others), or when the session ends (``closed``).
 - a ``run_code`` call (code mode) is a request like any other, so a run is one span; each tool call its
   code makes comes in with the run's context (``lazymcp.run.code_runs``) and is a span of kind internal
   (``lazymcp.via``: ``run_code``), a child of the run's, with its hop below it. A request the client
@@ -181,13 +183,17 @@ class Traces(Watcher):
         carried = list(actions)
         answered: list[jsonrpc.Frame] = []
         for at, action in enumerate(actions):
-            if isinstance(action, ToServer):
+            if isinstance(action, ToServer) and action.frame.method == "notifications/cancelled":
+                self._call_ends(state, action.server, action.frame.params.get("requestId"), "cancelled")
+            elif isinstance(action, ToServer):
                 carried[at] = self._hop(state, action)
             elif isinstance(action, ToClient):
                 answered.append(action.frame)
             elif isinstance(action, Called):
                 self._annotate(action)
             elif isinstance(action, Stop):
+                if action.late is not None:
+                    self._call_ends(state, action.server, action.late, "timeout")
                 for key in [key for key in state.calls if key[0] == action.server]:
                     _finish(state.calls.pop(key), "server_stopped")
         for frame in answered:
@@ -247,6 +253,13 @@ class Traces(Watcher):
             _finish(state.calls.pop(next(iter(state.calls))), "abandoned")
         frame = action.frame.changed(params={**members, "_meta": {**meta, "traceparent": _traceparent_of(span)}})
         return ToServer(frame, action.server)
+
+    @staticmethod
+    def _call_ends(state: _Open, server: str, request_id: object, error: str) -> None:
+        """A hop to ``server`` ends unanswered: cancelled, or the request the server hung on."""
+        span = state.calls.pop((server, jsonrpc.id_key(request_id)), None)
+        if span is not None:
+            _finish(span, error)
 
     def _annotate(self, call: Called) -> None:
         span = self._by_context.get(call.traceparent or "")

@@ -91,14 +91,17 @@ def tool_of(catalog: Catalog, name: str) -> str | None:
 
 
 def _servers(catalog: Catalog) -> list[str]:
-    """A line per namespace: its name, how many tools, and what it is for where declared."""
+    """A line per namespace: its name, how many tools, and what it is for where declared (each server's,
+    where two servers' names make one namespace)."""
     names = python_names(catalog)
     described = catalog.server_descriptions(list(catalog.infos().values())) if catalog.separator else {}
     lines: list[str] = []
     for space, functions in names.namespaces.items():
-        first = next(iter(functions.values()))
-        server = first.partition(catalog.separator)[0] if catalog.separator else space
-        text = " ".join((described.get(server) or "").split()).rstrip(".")
+        servers = dict.fromkeys(
+            tool.partition(catalog.separator)[0] if catalog.separator else space for tool in functions.values()
+        )
+        texts = dict.fromkeys(" ".join((described.get(server) or "").split()).rstrip(".") for server in servers)
+        text = " / ".join(text for text in texts if text)
         if len(text) > SERVER_CHARS:
             text = text[: SERVER_CHARS - 1].rstrip() + "…"
         lines.append(f"{space} ({len(functions)})" + (f": {text}" if text else ""))

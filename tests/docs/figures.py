@@ -1,9 +1,10 @@
 """The figures the README and docs/how-it-works.md show, written from the command that measures them:
-``lazymcp stats`` on the built-in sample (the README's "What you will see"), and ``lazymcp stats --catalog``
+``lazymcp stats`` on the built-in sample (the README's "What you will see"), ``lazymcp stats --catalog``
 on the 954 captured tools of ``../shared/catalogs/combined.json`` (the README's headline, the table of
-docs/how-it-works.md). ``python -m tests.docs.figures`` writes them; ``--check`` only compares (exit 1 where a
-copy differs). The captured catalogs sit beside the project; where they are absent their figures are left
-as they are, and the test that checks them is skipped."""
+docs/how-it-works.md), and ``lazymcp stats --config`` over the five real servers (``tests/five_servers.py``,
+docs/gateway.md's example). ``python -m tests.docs.figures`` writes them; ``--check`` only compares (exit 1
+where a copy differs). The captured catalogs sit beside the project, the five servers in the tests' install
+cache; where they are absent their figures are left as they are, and the test that checks them is skipped."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
+from .. import five_servers
 from ..conftest import CATALOGS
-from ..doc_tables import DOCS, README, DocTable
+from ..doc_tables import DOCS, README, ROOT, DocTable
 
 COMBINED = CATALOGS / "combined.json"
 HEADLINE = DocTable(
@@ -26,11 +30,21 @@ LISTINGS = DocTable(
     "<!-- listings: written by python -m tests.docs.figures -->\n",
     "<!-- end of the listings -->\n",
 )
+GATEWAY = DocTable(
+    DOCS / "gateway.md",
+    "<!-- five servers: written by python -m tests.docs.figures -->\n",
+    "<!-- end of the five servers -->\n",
+)
+FILES = Path("/tmp/lazymcp-figures-files")
+"""The filesystem server's directory: one path wherever the figures are made, should its tool text name it."""
 
 
-def stats(*args: str) -> str:
-    """``lazymcp stats ARGS``'s output, in an environment that sets no mode."""
+def stats(*args: str, cache: Path | None = None) -> str:
+    """``lazymcp stats ARGS``'s output, in an environment that sets no mode (``cache``: its manifests' cache,
+    else the default one)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAZYMCP_") and k != "LAZY_MODE"}
+    if cache is not None:
+        env["LAZYMCP_CACHE_DIR"] = str(cache)
     done = subprocess.run(
         [sys.executable, "-m", "lazymcp", "stats", *args], capture_output=True, text=True, env=env, timeout=300
     )
@@ -45,6 +59,18 @@ def sample_stats() -> str:
     start = next(i for i, line in enumerate(lines) if "on the wire" in line)
     end = next(i for i, line in enumerate(lines) if i > start and not line.strip())
     return "```\n$ lazymcp stats\n" + "\n".join(lines[start:end]) + "\n```\n"
+
+
+def gateway_stats() -> str:
+    """What ``lazymcp stats --config`` prints over the five servers, every one started (an empty manifest
+    cache), as a code block."""
+    FILES.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="lazymcp-figures-") as scratch:
+        config = Path(scratch) / "mcp.json"
+        servers = five_servers.entries(FILES, Path(scratch) / "memory.jsonl", ROOT)
+        config.write_text(json.dumps({"mcpServers": servers, "lazymcp": {"mode": "describe"}}))
+        printed = stats("--config", str(config), cache=Path(scratch) / "cache")
+    return "```\n$ lazymcp stats --config mcp.json\n" + printed.strip("\n") + "\n```\n"
 
 
 def combined() -> tuple[int, dict[str, dict[str, Any]]]:
@@ -105,6 +131,11 @@ def main(argv: list[str]) -> int:
         parts += [(HEADLINE, headline(servers, rows)), (LISTINGS, listings(servers, rows))]
     else:
         sys.stderr.write(f"{COMBINED} is not here: the figures of the 954 tools are left as they are\n")
+    lacking = five_servers.missing()
+    if lacking is None:
+        parts.append((GATEWAY, gateway_stats()))
+    else:
+        sys.stderr.write(f"{lacking}: docs/gateway.md's example is left as it is\n")
     if "--check" in argv:
         differ = [f"{part.file.name} ({part.begin.strip()})" for part, text in parts if part.of() != text]
         for name in differ:

@@ -15,6 +15,13 @@ def test_what_you_will_see_is_what_lazymcp_stats_prints() -> None:
     assert "stubs:summary" in shown and "130" in shown
 
 
+def test_the_gateway_example_is_what_stats_prints_over_the_five_servers() -> None:
+    lacking = figures.five_servers.missing()
+    if lacking is not None:
+        pytest.skip(lacking)
+    assert figures.GATEWAY.of() == figures.gateway_stats(), "run: python -m tests.docs.figures"
+
+
 def test_the_headline_and_the_listings_table_are_what_stats_measures_on_the_captured_catalogs() -> None:
     if not figures.COMBINED.exists():
         pytest.skip(f"{figures.COMBINED} is not here (it sits beside the project in CI)")

@@ -26,14 +26,12 @@ from lazymcp.cli import main
 from lazymcp.client import LazyClient, raw_request
 from lazymcp.protocol.errors import ErrorCode
 
-from ..conftest import NPM_CACHE, ROOT, STOCK_METAS, TEST_CACHE, install_lock, npm_install
+from ..conftest import NPM_CACHE, ROOT, STOCK_METAS, install_lock, npm_install
+from ..five_servers import NPM_PACKAGES, PY_SERVERS, PYPI_PACKAGES, entries, node_entry
 from ..raw import hostile
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
-NPM_PACKAGES = ("@modelcontextprotocol/server-memory@2026.8.31", "@modelcontextprotocol/server-filesystem@2026.8.31")
-PYPI_PACKAGES = ("mcp-server-time==2026.10.19", "mcp-server-git==2026.10.19")
-PY_SERVERS = Path(os.environ.get("LAZYMCP_PY_SERVERS_DIR", TEST_CACHE / "py-servers"))
 TIMEOUT = 60.0
 """Bound on one test's conversation, with up to five servers starting on a loaded machine."""
 
@@ -41,13 +39,12 @@ TIMEOUT = 60.0
 @pytest.fixture(scope="session")
 def node_servers(everything_command: list[str]) -> dict[str, list[str]]:
     """server-memory and server-filesystem from npm (installed once), and server-everything."""
-    scope = NPM_CACHE / "node_modules" / "@modelcontextprotocol"
-    entries = {name: scope / f"server-{name}" / "dist" / "index.js" for name in ("memory", "filesystem")}
+    scripts = {name: node_entry(name) for name in ("memory", "filesystem")}
     with install_lock(NPM_CACHE):
-        if not all(entry.exists() for entry in entries.values()):
+        if not all(script.exists() for script in scripts.values()):
             npm_install(*NPM_PACKAGES)
     node = everything_command[0]
-    return {"everything": everything_command, **{name: [node, str(entry)] for name, entry in entries.items()}}
+    return {"everything": everything_command, **{name: [node, str(script)] for name, script in scripts.items()}}
 
 
 @pytest.fixture(scope="session")
@@ -80,20 +77,14 @@ def watched(command: Sequence[str], pidfile: Path) -> list[str]:
 
 @pytest.fixture
 def config(tmp_path: Path, node_servers: dict[str, list[str]], python_servers: dict[str, list[str]]) -> Path:
-    """A client configuration of the four registry servers and server-everything; memory is watched."""
+    """A client configuration of the four registry servers and server-everything (``tests/five_servers.py``,
+    installed by the fixtures); memory is watched."""
     files = tmp_path / "files"
     files.mkdir()
     (files / "hello.txt").write_text("hello from the gateway\n")
-    servers = {
-        "everything": entry(node_servers["everything"]),
-        "memory": entry(
-            watched(node_servers["memory"], tmp_path / "memory.pid"),
-            env={"MEMORY_FILE_PATH": str(tmp_path / "m.jsonl")},
-        ),
-        "filesystem": entry(node_servers["filesystem"], str(files)),
-        "time": entry(python_servers["time"], "--local-timezone", "UTC"),
-        "git": entry(python_servers["git"], "--repository", str(ROOT)),
-    }
+    servers = entries(files, tmp_path / "m.jsonl", ROOT)
+    memory = servers["memory"]
+    servers["memory"] = entry(watched([memory["command"], *memory["args"]], tmp_path / "memory.pid"), env=memory["env"])
     path = tmp_path / "mcp.json"
     path.write_text(json.dumps({"mcpServers": servers, "lazymcp": {"mode": "describe"}}))
     return path

@@ -111,3 +111,32 @@ async def test_over_http_the_endpoint_urls_mode_chooses_for_the_session(config: 
                         await client.list_tools()
         finally:
             process.kill()
+
+
+@pytest.mark.anyio
+async def test_two_servers_whose_names_make_one_namespace_are_one_line_of_the_instructions(tmp_path: Path) -> None:
+    """``a-b`` and ``a_b``: under gateway names each is a line of its own prefix; in code mode both are the
+    namespace ``a_b`` (their tools ``a_b.add`` ... ``a_b.add_2`` ...), named once, as ``run_code`` names it."""
+    pytest.importorskip("pydantic_monty")
+    servers = {
+        name: {"command": sys.executable, "args": [PLAIN], "lazymcp": {"description": f"The {name} copy."}}
+        for name in ("a-b", "a_b")
+    }
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    env = environment(tmp_path / "cache")
+    refresh = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(path), "--refresh"]
+    with anyio.fail_after(TIMEOUT):
+        done = await anyio.run_process(refresh, env=env, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    gateway = ["gateway", "--config", str(path)]
+    _, named = await listed([*gateway, "--mode", "proxy"], env, "some-client")
+    lines = [line for line in (named or "").splitlines() if line.startswith("- ")]
+    assert lines == [
+        "- a-b__: The a-b copy. 3 tools (a-b__add, a-b__echo, a-b__upper).",
+        "- a_b__: The a_b copy. 3 tools (a_b__add, a_b__echo, a_b__upper).",
+    ]
+    tools, named = await listed([*gateway, "--mode", "code"], env, "some-client")
+    lines = [line for line in (named or "").splitlines() if line.startswith("- ")]
+    assert lines == ["- a_b: The a-b copy. The a_b copy. 6 tools (a_b.add, a_b.upper, a_b.echo_2, ...)."], named
+    assert "a_b (6): The a-b copy / The a_b copy." in (tools[1].description or "")

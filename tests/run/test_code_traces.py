@@ -138,17 +138,21 @@ async def test_a_run_is_one_span_and_each_call_of_its_code_a_child_with_its_hop_
 @pytest.mark.anyio
 async def test_a_call_its_run_gave_up_on_ends_cancelled_under_the_run(tmp_path: Path) -> None:
     """The run's time limit stops a call that never returns: the call's span ends ``cancelled``, a child of
-    the run's, which ends with the run's error."""
+    the run's, which ends with the run's error; so does the call's hop to its server, the session still on."""
     with anyio.fail_after(TIMEOUT):
         async with traced_session(tmp_path, CodeLimits(seconds=2), faulty=FAULTY) as session:
             session.send(tool_call(6, "run_code", code="await faulty.hang()"))
             answer = await session.answer(6)
             assert answer["result"]["isError"], answer
             await until(lambda: bool(named(spans_of(session), "tools/call faulty__hang")), what="the call's span")
+            await until(lambda: bool(named(spans_of(session), "tools/call hang")), what="the hop's span")
             spans = spans_of(session)
     [run] = named(spans, "tools/call run_code")
     [call] = named(spans, "tools/call faulty__hang")
     assert parent_of(call) == span_id(run)
     assert call.attributes is not None and call.attributes["error.type"] == "cancelled"
+    [hop] = named(spans, "tools/call hang")
+    assert parent_of(hop) == span_id(call)
+    assert hop.attributes is not None and hop.attributes["error.type"] == "cancelled"
     assert run.attributes is not None and run.attributes["lazymcp.outcome"] == "tool_error"
     assert json.dumps(answer).count("--code-timeout") == 1

@@ -22,6 +22,7 @@ from ..raw import (
     MODERN_HEADERS,
     TIMEOUT,
     gateway,
+    hostile,
     http_gateway,
     listening,
     modern_call,
@@ -324,6 +325,47 @@ async def test_a_request_is_a_span_under_the_clients_context_and_its_server_call
     assert not any(span["name"] == "tools/call nothing" for span in spans.values())  # no hop: no server call
     assert request["resource"]["attributes"]["service.name"] == "gw"
     assert "the-argument" not in stderr
+
+
+@pytest.mark.anyio
+async def test_a_call_to_a_server_that_never_answers_ends_its_span_when_it_times_out_or_is_cancelled(
+    tmp_path: Path,
+) -> None:
+    """Two servers whose ``hang`` never answers, under ``--timeout 3``: ``late``'s call ends by the timeout (the
+    server counts as hung), ``left``'s by the client's cancellation; each call's span to its server ends
+    then, with an error saying which, not with the session."""
+    pytest.importorskip("opentelemetry.sdk", reason="traces need opentelemetry-sdk (lazymcp[otel])")
+    path = tmp_path / "mcp.json"
+    hanging = {"command": hostile()[0], "args": hostile()[1:]}
+    path.write_text(json.dumps({"mcpServers": {"late": hanging, "left": hanging}}))
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(path), "--mode", "proxy", "--timeout", "3"]
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), "OTEL_TRACES_EXPORTER": "console"}
+    async with peer(command, env=env) as gateway_peer:
+        with anyio.fail_after(TIMEOUT * 2):
+            await gateway_peer.handshake()
+            await gateway_peer.send(tool_call(19, "left__echo", text="ready"))
+            assert "result" in await gateway_peer.answer(19)  # ``left`` is up: its calls go straight to it
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 20}}
+            await gateway_peer.send(tool_call(20, "left__hang"), cancel)
+            await gateway_peer.send(tool_call(10, "late__hang"))
+            timed_out = await gateway_peer.answer(10)
+            assert gateway_peer.process.stdin is not None
+            await gateway_peer.process.stdin.aclose()
+            stderr = await gateway_peer.stderr()
+    assert "did not answer tools/call within 3 s" in timed_out["error"]["message"]
+    spans = [json.loads(line) for line in stderr.splitlines() if line.startswith(SPANS)]
+    hops = {
+        (span["attributes"]["lazymcp.server"], span["attributes"]["jsonrpc.request.id"]): span
+        for span in spans
+        if span["name"] == "tools/call hang"
+    }
+    assert set(hops) == {("late", "10"), ("left", "20")}
+    for key, error in ((("late", "10"), "timeout"), (("left", "20"), "cancelled")):
+        assert hops[key]["status"] == {"status_code": "ERROR", "description": error}, key
+        assert hops[key]["attributes"]["error.type"] == error, key
+    requests = {span["attributes"]["jsonrpc.request.id"]: span for span in spans if span["name"].endswith("__hang")}
+    assert requests["20"]["attributes"]["error.type"] == "cancelled"
+    assert requests["10"]["status"]["status_code"] == "ERROR"
 
 
 @pytest.mark.anyio
