@@ -140,6 +140,9 @@ class SealedFile:
     async def load(self, key: str) -> None:
         """Nothing to fetch: the file is read once, on first use."""
 
+    async def settled(self) -> None:
+        """Nothing to wait for: each change is written as it is made."""
+
     def get(self, key: str) -> dict[str, Any] | None:
         return self._read().get(key)
 

@@ -87,6 +87,10 @@ def serve_http(
         from lazymcp.run.people import fresh_sessions
 
         front.outgoing = people.outgoing
+        if peers is not None:
+            from lazymcp.run.people_redis import share
+
+            share(people, peers.redis, peers.advertise)
         people.changed = fresh_sessions(front)
     if reload is not None:
         from lazymcp.run.reload import Reloader

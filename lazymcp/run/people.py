@@ -39,8 +39,8 @@ from lazymcp.access.tokens import config_directory
 from lazymcp.protocol.errors import ConfigError, UpstreamError
 from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.run.connections import Connection, Connector
-from lazymcp.run.people_flow import Flow, Sealed, SignedIn, page
-from lazymcp.run.signin import Kept, can_sign_in
+from lazymcp.run.people_flow import FINISH_WAIT, Elsewhere, Flow, Sealed, SignedIn, page
+from lazymcp.run.signin import Kept, can_sign_in, key_of
 
 if TYPE_CHECKING:
     from lazymcp.access.bearer import Access
@@ -51,8 +51,6 @@ if TYPE_CHECKING:
     from lazymcp.run.http_front import HttpFront
 
 CALLBACK = "/oauth/callback"
-FINISH_WAIT = 60.0
-"""Seconds ``/oauth/callback`` waits for the tokens once the code came."""
 FLOWS_MAX = 1024
 """Sign-ins under way at once; past it ``/connect`` answers 503."""
 
@@ -98,6 +96,8 @@ class People:
         self.entries = entries
         """The servers of the configuration in force."""
         self.used = used or UsedHere()
+        self.callbacks: Elsewhere | None = None
+        """The other instances a callback may be for (``--redis``); None: this one alone."""
         self.flows: dict[str, Flow] = {}
         """Sign-ins under way, by their ``state``."""
         self.running: set[asyncio.Task[None]] = set()
@@ -109,6 +109,11 @@ class People:
     @property
     def redirect_uri(self) -> str:
         return self.public_url + CALLBACK
+
+    async def note(self, state: str) -> None:
+        """A sign-in under way here, by its ``state``: its callback may come to another instance."""
+        if self.callbacks is not None:
+            await self.callbacks.note(state)
 
     def how(self, server: str) -> str:
         """How a principal signs in to ``server``: the link, without a ticket (``outgoing`` adds it)."""
@@ -136,13 +141,31 @@ class People:
                 return
 
             def ticketed(found: re.Match[bytes]) -> bytes:
-                server = found.group(1).decode()
-                made = ticket(self.sealer, principal.key, unquote(server))
+                server = unquote(found.group(1).decode())
+                self._recheck(principal.key, server)
+                made = ticket(self.sealer, principal.key, server)
                 return found.group(0) + b"?ticket=" + quote(made, safe="").encode()
 
             sink(Frame.read(links.sub(ticketed, frame.line)))
 
         return out
+
+    def _recheck(self, principal: str, server: str) -> None:
+        """Look again, now, for a sign-in of ``principal`` to ``server``: one done on another instance
+        (``--redis``) ends the principal's sessions here that failed for the lack of it (``changed``)."""
+        entry = self._entry(server)
+        if entry is None or self.callbacks is None:
+            return  # on one instance, a sign-in done says so itself
+
+        async def recheck() -> None:
+            key = key_of(entry, principal)
+            await self.store.load(key)
+            if (self.store.get(key) or {}).get("tokens"):
+                self.changed(principal, server, True)
+
+        task = asyncio.get_running_loop().create_task(recheck())
+        self.running.add(task)
+        task.add_done_callback(self.running.discard)
 
     def routes(self, guard: Guard, access: Access | None) -> list[BaseRoute]:
         """``/connect/SERVER`` (GET: a ticket's link; DELETE: a principal, with its credentials, forgets its
@@ -188,6 +211,10 @@ class People:
         """The authorization server's redirect: the code (or its error) of a sign-in under way here."""
         query = {key: values[0] for key, values in parse_qs(request.url.query).items()}
         flow = self.flows.pop(query.get("state", ""), None)
+        if flow is None and self.callbacks is not None:  # under way on another instance: it answers
+            forwarded = await self.callbacks.forward(request)
+            if forwarded is not None:
+                return forwarded
         if flow is None or flow.answer.done():
             return page(400, "This sign-in is not under way here (finished, or never started): use a new link.")
         if not ("code" in query or "error" in query):

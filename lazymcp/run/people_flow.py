@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import parse_qs, urlsplit
 
+from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from lazymcp.access.sealed import TICKET_LIFE
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 REDIRECT_WAIT = 30.0
 """Seconds ``/connect`` waits for the sign-in to reach the authorization endpoint."""
+FINISH_WAIT = 60.0
+"""Seconds ``/oauth/callback`` waits for the tokens once the code came."""
 
 
 class Sealed(Protocol):
@@ -41,6 +44,10 @@ class Sealed(Protocol):
 
     def drop(self, key: str) -> bool: ...
 
+    async def settled(self) -> None:
+        """Return once what was put or dropped is written."""
+        ...
+
 
 class Signings(Protocol):
     """What a sign-in under way needs of the gateway's sign-ins (``lazymcp.run.people.People``)."""
@@ -54,6 +61,20 @@ class Signings(Protocol):
     def redirect_uri(self) -> str: ...
 
     def how(self, server: str) -> str: ...
+
+    async def note(self, state: str) -> None: ...
+
+
+class Elsewhere(Protocol):
+    """The instances a sign-in's callback may come to (``lazymcp.run.people_redis.Callbacks``)."""
+
+    async def note(self, state: str) -> None:
+        """A sign-in under way on this instance."""
+        ...
+
+    async def forward(self, request: Request) -> Response | None:
+        """The answer of the instance a callback's sign-in is under way on; None: this one, or none."""
+        ...
 
 
 class Flow:
@@ -105,6 +126,7 @@ class Flow:
         async def redirect(url: str) -> None:
             self.state = parse_qs(urlsplit(url).query).get("state", [""])[0]
             people.flows[self.state] = self
+            await people.note(self.state)
             self.url.set_result(url)
 
         async def callback() -> AuthorizationCodeResult:
@@ -119,6 +141,7 @@ class Flow:
             return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
         await sign_in(self.entry, kept, people.redirect_uri, redirect, callback)
+        await people.store.settled()
         people.changed(self.principal, self.entry.name, True)
 
 

@@ -35,6 +35,7 @@ from lazymcp.access.sealed import Sealer, read_key, read_ticket, ticket
 
 from ..conftest import SERVERS, free_port, until, until_listening
 from ..raw import listening, mcp_url
+from ..services import instance, needs_redis, redis_server
 
 BOUND = 240
 TOKENS = {"alice": "tok-alice-0123456789", "bob": "tok-bob-0123456789"}
@@ -81,11 +82,13 @@ class Team:
         command += ["--http", f"127.0.0.1:{self.port}", "--token-file", str(self.tokens)]
         return [*command, "--public-url", self.public, "--secrets-key-file", str(self.key)]
 
-    async def call(self, name: str) -> str:
-        """``people__whoami`` called as principal ``name``: its text, or its error's."""
+    async def call(self, name: str, port: int | None = None) -> str:
+        """``people__whoami`` called as principal ``name`` (at ``port``: the gateway's by default): its text,
+        or its error's."""
         headers = {"Authorization": f"Bearer {TOKENS[name]}"}
         http = httpx2.AsyncClient(headers=headers, timeout=60, trust_env=False)
-        async with http, Client(streamable_http_client(mcp_url(self.port), http_client=http)) as client:
+        url = mcp_url(port or self.port)
+        async with http, Client(streamable_http_client(url, http_client=http)) as client:
             try:
                 result = await client.call_tool("people__whoami", {})
             except MCPError as exc:
@@ -95,19 +98,19 @@ class Team:
         self.said.append(text)
         return text
 
-    async def link(self, name: str) -> str:
+    async def link(self, name: str, port: int | None = None) -> str:
         """The sign-in link ``name``'s call is answered with."""
-        said = await self.call(name)
+        said = await self.call(name, port)
         found = re.search(re.escape(self.public) + r'/connect/people\?ticket=[^\s"\\)]+', said)
         assert found is not None, said
         return found.group(0)
 
-    async def reaches_upstream_as(self, name: str) -> None:
+    async def reaches_upstream_as(self, name: str, port: int | None = None) -> None:
         """``name``'s calls reach the upstream as ``name`` (once the server's backoff after its 401 passed)."""
         answers: list[str] = []
 
         async def answered() -> bool:
-            answers.append(await self.call(name))
+            answers.append(await self.call(name, port))
             return f"you are {name}" in answers[-1]
 
         try:
@@ -224,3 +227,39 @@ async def test_a_public_url_without_its_key_or_a_key_without_it_does_not_start(
         done = await anyio.run_process(command, env={**os.environ, **team.env}, check=False, stdin=subprocess.DEVNULL)
     text = done.stderr.decode()
     assert done.returncode != 0 and text.count("\n") == 1 and said in text, text
+
+
+@needs_redis
+@pytest.mark.anyio
+async def test_instances_sharing_a_redis_share_each_principal_s_sign_in_tickets_and_callbacks(tmp_path: Path) -> None:
+    """Two instances of one Redis, one public URL (the first's): a ticket used on one is refused on the other;
+    a callback that comes to the other instance is answered by the one its sign-in is under way on; a
+    principal signed in through one reaches the upstream as itself through the other; Redis holds no token
+    in the clear."""
+    from redis import Redis
+
+    redis_port, other = free_port(), free_port()
+    with anyio.fail_after(BOUND):
+        async with upstream() as base, redis_server(redis_port):
+            team = Team(tmp_path, base)
+            flags = team.command()[team.command().index("--token-file") :]
+            first = instance(team.config, tmp_path / "a", team.port, redis_port, flags, team.env)
+            second = instance(team.config, tmp_path / "b", other, redis_port, flags, team.env)
+            async with first, second, httpx2.AsyncClient(trust_env=False, timeout=60) as browser:
+                link = await team.link("alice", other)  # asked on the second: its link names the public URL
+                assert link.startswith(f"{team.public}/connect/people?ticket=")
+                callback = await follow(browser, link, "alice")  # the sign-in is under way on the first
+                on_second = callback.replace(team.public, f"http://127.0.0.1:{other}")
+                done = await browser.get(on_second)
+                assert done.status_code == 200 and "Signed in to people" in done.text, done.text
+                assert (await browser.get(callback)).status_code == 400  # its state is used, on every instance
+                assert (await browser.get(link.replace(team.public, f"http://127.0.0.1:{other}"))).status_code == 403
+                await team.reaches_upstream_as("alice", other)
+                await team.reaches_upstream_as("alice")
+                assert "sign in at" in await team.call("bob", other)
+                kept = Redis(port=redis_port).hgetall("lazymcp:sign-ins")
+    assert len(kept) == 1
+    (sealed,) = kept.values()
+    assert b"access_token" not in sealed and b"token:alice" not in sealed
+    opened = json.loads(Sealer(KEY.encode()).open(sealed) or b"{}")
+    assert opened["tokens"]["access_token"].encode() not in sealed
