@@ -115,9 +115,10 @@ class People:
         if self.callbacks is not None:
             await self.callbacks.note(state)
 
-    def how(self, server: str) -> str:
-        """How a principal signs in to ``server``: the link, without a ticket (``outgoing`` adds it)."""
-        return f"sign in at {self.public_url}/connect/{quote(server, safe='')}"
+    def how(self, server: str, again: bool = False) -> str:
+        """How a principal signs in (``again``) to ``server``: the link, without a ticket (``outgoing`` adds
+        it)."""
+        return f"sign in{' again' if again else ''} at {self.public_url}/connect/{quote(server, safe='')}"
 
     def connector(self, principal: Principal, then: Connector) -> Connector:
         """How ``principal``'s sessions reach their servers: one that may ask for a sign-in, with the

@@ -60,7 +60,7 @@ class Signings(Protocol):
     @property
     def redirect_uri(self) -> str: ...
 
-    def how(self, server: str) -> str: ...
+    def how(self, server: str, again: bool = False) -> str: ...
 
     async def note(self, state: str) -> None: ...
 
@@ -160,7 +160,7 @@ class SignedIn:
         assert entry.url is not None
         await store.load(key_of(entry, self.principal))
         how = self.people.how(entry.name)
-        auth = connection_auth(entry, store, self.principal, how)
+        auth = connection_auth(entry, store, self.principal, how, self.people.how(entry.name, again=True))
         self.inner = HttpConnection(entry.url, entry.headers, sse=entry.transport == "sse", auth=auth, sign_in=how)
         self.inner.on_pressure = self.on_pressure
         await self.inner.start(on_line, on_gone)

@@ -213,17 +213,21 @@ def provider(
 
 
 def connection_auth(
-    entry: ServerEntry, store: SignIns | None = None, principal: str = "", how: str | None = None
+    entry: ServerEntry,
+    store: SignIns | None = None,
+    principal: str = "",
+    how: str | None = None,
+    again: str | None = None,
 ) -> Any | None:
     """What a connection to ``entry`` signs its requests with; None when it has no sign-in kept (or sends
-    its own ``Authorization``): its server's 401 then says to sign in. ``how``: how to sign in (default:
-    ``lazymcp login``), as a refused sign-in says it."""
+    its own ``Authorization``): its server's 401 then says to sign in. ``how`` and ``again``: how to sign
+    in, and in again once refused (default: ``lazymcp login``)."""
     if not can_sign_in(entry):
         return None
     kept = Kept(entry, store or TokenStore.default(), principal)
     if not kept.store.get(kept.key):
         return None
-    again = f"sign in again with `lazymcp login {entry.name}`" if how is None else f"{how} again"
+    again = again or f"sign in again with `lazymcp login {entry.name}`"
 
     async def refused(url: str) -> None:
         raise SignInNeeded(f"it refused the sign-in kept for it: {again}")

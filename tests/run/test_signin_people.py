@@ -43,10 +43,10 @@ KEY = "k" * 8 + "an-ample-secret-of-the-gateway-0123456789"
 
 
 @asynccontextmanager
-async def upstream() -> AsyncIterator[str]:
-    """The upstream as a process; yields its base URL."""
+async def upstream(expiry: int = 300) -> AsyncIterator[str]:
+    """The upstream as a process, its access tokens lasting ``expiry`` seconds; yields its base URL."""
     port = free_port()
-    command = [sys.executable, str(SERVERS / "people_upstream.py"), str(port), "300"]
+    command = [sys.executable, str(SERVERS / "people_upstream.py"), str(port), str(expiry)]
     async with await anyio.open_process(command, stdout=None, stderr=None) as process:
         try:
             await until_listening(port, process)
@@ -54,6 +54,12 @@ async def upstream() -> AsyncIterator[str]:
         finally:
             process.terminate()
             await process.wait()
+
+
+def kept_of(team: Team) -> dict[str, Any]:
+    """Each principal's sign-in in the sealed file, by principal key."""
+    kept = json.loads(Sealer(KEY.encode()).open(team.sealed.read_bytes()) or b"{}")
+    return {json.loads(key)[0]: value for key, value in kept.items()}
 
 
 class Team:
@@ -263,3 +269,37 @@ async def test_instances_sharing_a_redis_share_each_principal_s_sign_in_tickets_
     assert b"access_token" not in sealed and b"token:alice" not in sealed
     opened = json.loads(Sealer(KEY.encode()).open(sealed) or b"{}")
     assert opened["tokens"]["access_token"].encode() not in sealed
+
+
+@pytest.mark.anyio
+async def test_each_principal_s_token_is_refreshed_and_a_refused_refresh_asks_that_principal_alone_again(
+    tmp_path: Path,
+) -> None:
+    """Access tokens of 8 seconds: past its expiry each principal's call is made with a refreshed token; once
+    the upstream revoked alice's tokens (her refresh is refused), her calls say to sign in again, with a link
+    of her own, and bob's still reach the upstream as bob."""
+    with anyio.fail_after(BOUND):
+        async with upstream(expiry=8) as base:
+            team = Team(tmp_path, base)
+            async with (
+                listening(team.command(), team.port, env=team.env),
+                httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+            ):
+                for name in ("alice", "bob"):
+                    done = await browser.get(await follow(browser, await team.link(name), name))
+                    assert done.status_code == 200, done.text
+                    await team.reaches_upstream_as(name)
+                first = kept_of(team)["token:alice"]
+                await until(lambda: time.time() > first["expires_at"] + 0.5, within=60, what="alice's token's expiry")
+                await team.reaches_upstream_as("alice")  # refreshed
+                refreshed = kept_of(team)["token:alice"]
+                assert refreshed["tokens"]["access_token"] != first["tokens"]["access_token"]
+                assert (await browser.post(f"{base}/revoke-subject", params={"subject": "alice"})).status_code == 200
+                await until(
+                    lambda: time.time() > refreshed["expires_at"] + 0.5, within=60, what="alice's token's expiry"
+                )
+                refused = await team.call("alice")
+                await team.reaches_upstream_as("bob")
+    assert f"sign in again at {team.public}/connect/people?ticket=" in refused, refused
+    given = parse_qs(urlsplit(refused.split("sign in again at ")[1].split()[0]).query)["ticket"][0]
+    assert (read_ticket(read_key(str(team.key)), given.rstrip('\\"'), "people") or ("",))[0] == "token:alice"

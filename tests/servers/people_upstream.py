@@ -5,7 +5,8 @@ with dynamic client registration, PKCE, refresh tokens, the ``resource`` paramet
 
 Its authorization endpoint sends the browser to a sign-in page (``GET /login``, a form with a ``user``
 field); ``POST /login`` signs that user in and redirects to the client with a code whose subject is that
-user. ``POST /revoke-all`` revokes every token; ``GET /issued`` counts the tokens issued."""
+user. ``POST /revoke-all`` revokes every token, ``POST /revoke-subject?subject=USER`` those of one user;
+``GET /issued`` counts the tokens issued."""
 
 import html
 import secrets
@@ -160,6 +161,16 @@ async def revoke_all(request: Request) -> JSONResponse:
     provider.access.clear()
     provider.refresh.clear()
     return JSONResponse({"revoked": True})
+
+
+@server.custom_route("/revoke-subject", methods=["POST"])
+async def revoke_subject(request: Request) -> JSONResponse:
+    """Revoke every token of one user (``?subject=``), as that user signing the client out at the server."""
+    subject = request.query_params.get("subject")
+    for tokens in (provider.access, provider.refresh):
+        for value in [key for key, token in tokens.items() if token.subject == subject]:
+            del tokens[value]
+    return JSONResponse({"revoked": subject})
 
 
 @server.custom_route("/issued", methods=["GET"])
