@@ -189,7 +189,7 @@ def run_gateway(
             front = replace(front, people=sign_ins)
         files = Files(path, project, token_file, secrets_file)
         return serve_http(
-            front, cores, store, peers, metrics, (files, lambda renewed: _checked(renewed, store, access))
+            front, cores, store, peers, metrics, (files, lambda renewed: _checked(renewed, store, access, people))
         )
     policy = config.access
     if policy is not None or limiter is not None:  # a stdio client shows no credentials: it is anonymous
@@ -248,14 +248,18 @@ def _store(config: GatewayConfig, cluster: tuple[str, str] | None) -> tuple[Mani
     return store, peers
 
 
-def _checked(launch: Launch, store: ManifestStore, access: Access | None) -> None:
-    """A configuration read again can be served: its tools take distinct names, and its policy names what
-    is there.
+def _checked(
+    launch: Launch, store: ManifestStore, access: Access | None, people: tuple[str | None, str | None]
+) -> None:
+    """A configuration read again can be served: its tools take distinct names, its policy names what
+    is there, and with ``--public-url`` a server that may ask for a sign-in has the key to seal it.
 
     Raises:
         ConfigError: it cannot.
     """
     _check_access(build_gateway(launch, store), launch.config, access)
+    if people[0] is not None and people[1] is None:
+        _people(people, launch.config, access, True)
 
 
 def _check_personal(config: GatewayConfig, access: Access | None) -> None:

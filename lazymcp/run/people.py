@@ -39,7 +39,7 @@ from lazymcp.access.tokens import config_directory
 from lazymcp.protocol.errors import ConfigError, UpstreamError
 from lazymcp.protocol.jsonrpc import Frame
 from lazymcp.run.connections import Connection, Connector
-from lazymcp.run.people_flow import FINISH_WAIT, Elsewhere, Flow, Sealed, SignedIn, page
+from lazymcp.run.people_flow import FINISH_WAIT, PRIVATE, Elsewhere, Flow, Sealed, SignedIn, page
 from lazymcp.run.signin import Kept, can_sign_in, key_of
 
 if TYPE_CHECKING:
@@ -206,7 +206,7 @@ class People:
             url = await Flow(self, entry, principal).begin()
         except UpstreamError as exc:
             return page(502, f"The sign-in to {server} could not start: {exc.message}")
-        return RedirectResponse(url, status_code=303)
+        return RedirectResponse(url, status_code=303, headers=PRIVATE)
 
     async def callback(self, request: Request) -> Response:
         """The authorization server's redirect: the code (or its error) of a sign-in under way here."""

@@ -28,6 +28,8 @@ REDIRECT_WAIT = 30.0
 """Seconds ``/connect`` waits for the sign-in to reach the authorization endpoint."""
 FINISH_WAIT = 60.0
 """Seconds ``/oauth/callback`` waits for the tokens once the code came."""
+PRIVATE = {"cache-control": "no-store", "referrer-policy": "no-referrer"}
+"""The headers of every answer to a browser: a page or a redirect that a ticket or a code led to."""
 
 
 class Sealed(Protocol):
@@ -185,5 +187,4 @@ class SignedIn:
 def page(status: int, text: str) -> Response:
     """A short page saying ``text`` (never a value: the pages name servers and steps only)."""
     body = f"<!doctype html><title>lazymcp</title><p>{html.escape(text)}"
-    headers = {"cache-control": "no-store", "referrer-policy": "no-referrer"}
-    return HTMLResponse(body, status_code=status, headers=headers)
+    return HTMLResponse(body, status_code=status, headers=PRIVATE)
