@@ -134,10 +134,10 @@ class People:
     def outgoing(self, principal: Principal, sink: Callable[[Frame], None]) -> Callable[[Frame], None]:
         """``sink``, with each sign-in link of what goes to a session of ``principal`` given a ticket of
         its own."""
-        links = self._links
+        links, marker = self._links, f"{self.public_url}/connect/".encode()
 
         def out(frame: Frame) -> None:
-            if links.search(frame.line) is None:
+            if marker not in frame.line:  # most answers: one scan, a few times faster than the pattern's
                 sink(frame)
                 return
 
