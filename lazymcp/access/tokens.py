@@ -20,7 +20,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from lazymcp.local.files import write_private
 from lazymcp.protocol.errors import ConfigError
@@ -53,6 +53,17 @@ def _keyring() -> Any | None:
     except Exception:  # not installed, or no backend it can use
         return None
     return None if isinstance(backend, failing) else keyring
+
+
+class SignIns(Protocol):
+    """Where sign-ins are kept: this user's (``TokenStore``), or each principal's on a team's gateway
+    (``lazymcp.access.sealed``)."""
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def put(self, key: str, value: dict[str, Any]) -> None: ...
+
+    def drop(self, key: str) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)

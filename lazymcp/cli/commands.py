@@ -233,6 +233,7 @@ def gateway(args: argparse.Namespace) -> int:
             secrets=principal_secrets(args.principal_secrets),
             token_file=args.token_file,
             secrets_file=args.principal_secrets,
+            people=(args.public_url, args.secrets_key_file),
         )
     except KeyboardInterrupt:
         return 130

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lazymcp.access.ratelimit import Rate, parse_rate
+from lazymcp.access.sealed import FLAGS as PEOPLE_FLAGS
 from lazymcp.protocol.errors import ConfigError
 from lazymcp.protocol.limits import FIRST_LIST_WAIT
 from lazymcp.protocol.messages import MODES
@@ -313,6 +314,8 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
         help="append each call's audit line (one JSON object a line) to this file, apart from the log, whatever"
         " the log level",
     )
+    for flag, metavar, what in PEOPLE_FLAGS:
+        gateway.add_argument(flag, metavar=metavar, default=None, help=what)
     add_session_options(gateway)
     add_code_options(gateway)
     add_cluster_options(gateway)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from lazymcp.access.secrets import PrincipalSecrets
     from lazymcp.run.cluster import Cluster
     from lazymcp.run.metrics import Metrics
+    from lazymcp.run.people import People
 
 
 STILL_WAITING_EVERY = 5.0
@@ -146,6 +147,7 @@ def run_gateway(
     secrets: PrincipalSecrets | None = None,
     token_file: str | None = None,
     secrets_file: str | None = None,
+    people: tuple[str | None, str | None] = (None, None),
     **choices: Any,
 ) -> int:
     """``lazymcp gateway --config FILE``: returns the exit status.
@@ -167,6 +169,7 @@ def run_gateway(
     if launch.refresh:
         return asyncio.run(refresh(launch, cluster[0] if cluster is not None else None))
     _check_personal(config, access)
+    sign_ins = _people(people, config, access, http is not None)
     metrics = _watchers(launch, http)
     store, peers = _store(config, cluster if http is not None else None)
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
@@ -179,11 +182,14 @@ def run_gateway(
         apart = launch.metrics is not None
         from lazymcp.run.reload import Cores, Files
 
-        front = Front(config, launch.limits, http, launch.eager, access, allow_hosts, allow_origins, apart, secrets)
         cores = Cores(launch, store, first.seed, limiter)
+        front = Front(config, launch.limits, http, launch.eager, access, allow_hosts, allow_origins, apart, secrets)
+        if sign_ins is not None:
+            sign_ins.entries = lambda: cores.launch.config.enabled  # the configuration in force
+            front = replace(front, people=sign_ins)
         files = Files(path, project, token_file, secrets_file)
         return serve_http(
-            front, cores, store, peers, metrics, (files, lambda renewed: _checked(renewed, store, access))
+            front, cores, store, peers, metrics, (files, lambda renewed: _checked(renewed, store, access, people))
         )
     policy = config.access
     if policy is not None or limiter is not None:  # a stdio client shows no credentials: it is anonymous
@@ -191,6 +197,22 @@ def run_gateway(
     first.session.environ = dict(os.environ)  # the host's own, which may say how it treats tool listings
     connector = for_principal(secrets, ANONYMOUS.describe())
     return asyncio.run(run_stdio(first, store=store, eager=launch.eager, connector=connector))
+
+
+def _people(
+    asked: tuple[str | None, str | None], config: GatewayConfig, access: Access | None, http: bool
+) -> People | None:
+    """Each principal's sign-ins, when ``--public-url`` or ``--secrets-key-file`` asks for them
+    (``lazymcp.run.people``, loaded only then).
+
+    Raises:
+        ConfigError: they cannot be had as asked.
+    """
+    if asked == (None, None):
+        return None
+    from lazymcp.run.people import people_of
+
+    return people_of(asked, config, access, http)
 
 
 def _watchers(launch: Launch, http: tuple[str, int] | None) -> Metrics | None:
@@ -226,14 +248,18 @@ def _store(config: GatewayConfig, cluster: tuple[str, str] | None) -> tuple[Mani
     return store, peers
 
 
-def _checked(launch: Launch, store: ManifestStore, access: Access | None) -> None:
-    """A configuration read again can be served: its tools take distinct names, and its policy names what
-    is there.
+def _checked(
+    launch: Launch, store: ManifestStore, access: Access | None, people: tuple[str | None, str | None]
+) -> None:
+    """A configuration read again can be served: its tools take distinct names, its policy names what
+    is there, and with ``--public-url`` a server that may ask for a sign-in has the key to seal it.
 
     Raises:
         ConfigError: it cannot.
     """
     _check_access(build_gateway(launch, store), launch.config, access)
+    if people[0] is not None and people[1] is None:
+        _people(people, launch.config, access, True)
 
 
 def _check_personal(config: GatewayConfig, access: Access | None) -> None:

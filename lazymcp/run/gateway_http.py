@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from lazymcp.run.http_front import HttpFront
     from lazymcp.run.manifests import ManifestStore
     from lazymcp.run.metrics import Metrics
+    from lazymcp.run.people import People
     from lazymcp.run.reload import Cores, Files
 
 
@@ -41,6 +42,8 @@ class Front:
     """``--metrics`` serves ``/metrics`` at an address of its own: not beside ``/mcp``."""
     secrets: PrincipalSecrets | None = None
     """Each principal's own values for its servers (``--principal-secrets``)."""
+    people: People | None = None
+    """Each principal's sign-ins to remote servers (``--public-url``); None: this user's own."""
 
 
 def serve_http(
@@ -79,6 +82,16 @@ def serve_http(
         connector=servers.connector,  # a principal's sessions share its servers
     )
     front.grants = cores  # each request granted by its own credentials
+    people = servers.people = front_of.people
+    if people is not None:
+        from lazymcp.run.people import fresh_sessions
+
+        front.outgoing = people.outgoing
+        if peers is not None:
+            from lazymcp.run.people_redis import share
+
+            share(people, peers.redis, peers.advertise)
+        people.changed = fresh_sessions(front)
     if reload is not None:
         from lazymcp.run.reload import Reloader
 
@@ -87,6 +100,8 @@ def serve_http(
     policy: Callable[[], Policy | None] = lambda: cores.launch.config.access  # noqa: E731 - the one in force
     status = Status(front, lambda grant: cores(None, grant), policy, recent, source=config.source, version=__version__)
     routes = [*_metrics_routes(front_of, metrics, front, policy), *status_routes(status)]
+    if people is not None:
+        routes += people.routes(front.guard, front_of.access)
     return serve_front(front, front_of.http, routes)
 
 

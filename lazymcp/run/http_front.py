@@ -127,6 +127,9 @@ class HttpFront:
         """Whether new sessions are taken: from start-up done to shutdown begun (``/readyz``)."""
         self.cluster = cluster
         """The instances this one shares its sessions with (``--redis``); None: it stands alone."""
+        self.outgoing: Callable[[Principal, Callable[[Frame], None]], Callable[[Frame], None]] | None = None
+        """What each session's messages to its client pass through, by its principal (each principal's own
+        sign-in links: ``lazymcp.run.people``); None: they go as they are."""
         self.watcher: Beside | None = None
         """What runs beside the sessions while the front serves (the gateway's reloading): started once
         the front accepts sessions, stopped before they close."""
@@ -246,7 +249,12 @@ class HttpFront:
         if full is not None:
             return error_response(None, 503, f"Too many sessions: {full}")
         side = HttpSession(
-            lambda sink: Driver(self.make_core(principal), sink, store=self.store, **self._connector(principal)),
+            lambda sink: Driver(
+                self.make_core(principal),
+                sink if self.outgoing is None else self.outgoing(principal, sink),
+                store=self.store,
+                **self._connector(principal),
+            ),
             remap_ids=remap_ids,
             limits=self.limits,
         )

@@ -24,8 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 from lazymcp.access.tokens import TokenStore
 from lazymcp.core.entries import ServerEntry
 from lazymcp.protocol.errors import ConfigError, UpstreamError
-from lazymcp.run.reach import TIMEOUT, failure_cause, shown
-from lazymcp.run.signin import Kept, can_sign_in, provider
+from lazymcp.run.signin import Kept, can_sign_in, sign_in
 
 if TYPE_CHECKING:
     from mcp.client.auth import AuthorizationCodeResult
@@ -39,16 +38,6 @@ ERROR_LIMIT = 100
 CALLBACK = "/callback"
 DONE_PAGE = b"<!doctype html><title>lazymcp</title><p>Signed in. You may close this page."
 FAILED_PAGE = b"<!doctype html><title>lazymcp</title><p>The sign-in did not succeed: see the terminal."
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "lazymcp", "version": "login"},
-    },
-}
 
 
 class Loopback:
@@ -124,7 +113,7 @@ class Loopback:
         except TimeoutError:
             raise UpstreamError(f"no sign-in came back within {wait:g} s") from None
         if "code" not in query:
-            raise UpstreamError(f"the authorization server refused the sign-in: {_error_code(query['error'])}")
+            raise UpstreamError(f"the authorization server refused the sign-in: {error_code(query['error'])}")
         return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
 
@@ -142,8 +131,6 @@ async def login(
         ConfigError: not a remote server, or one whose entry sends its own ``Authorization``.
         UpstreamError: the server cannot be reached, the sign-in failed or did not come back in time.
     """
-    import httpx2
-
     if not can_sign_in(entry):
         raise ConfigError(f"server {entry.name!r} is not a remote server that signs in (no URL, or its own token)")
     assert entry.url is not None
@@ -160,33 +147,13 @@ async def login(
             return await loopback.code(wait)
 
         kept.forget_client()  # a registration of an earlier sign-in names another loopback port
-        auth = provider(entry, kept, loopback.redirect_uri, redirect, callback)
-        auth.context.current_tokens = None  # sign in anew, whatever is kept
-        headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
-        async with httpx2.AsyncClient(auth=auth, timeout=TIMEOUT, headers=headers) as client:
-            try:
-                response = await client.post(entry.url, json=INITIALIZE)
-            except httpx2.TransportError as exc:
-                host = urlsplit(entry.url).hostname or ""
-                raise UpstreamError(f"cannot reach {shown(entry.url)}: {failure_cause(exc, host)}") from None
-            except UpstreamError:
-                raise
-            except Exception as exc:
-                raise UpstreamError(f"the sign-in to {shown(entry.url)} failed: {_said(exc)}") from None
-    if response.status_code >= 400:
-        raise UpstreamError(f"{shown(entry.url)} answered HTTP {response.status_code} after the sign-in")
+        await sign_in(entry, kept, loopback.redirect_uri, redirect, callback)
 
 
-def _error_code(value: str) -> str:
+def error_code(value: str) -> str:
     """An ``error`` the redirect brought, as one short line (RFC 6749 error codes are printable ASCII)."""
     shown_code = "".join(c if c.isascii() and c.isprintable() else "?" for c in value[:ERROR_LIMIT])
     return shown_code + ("..." if len(value) > ERROR_LIMIT else "")
-
-
-def _said(exc: BaseException) -> str:
-    """What an OAuth failure says, without any value: the SDK's messages about tokens may hold a body."""
-    text = str(exc).split(":")[0].strip()
-    return text if text and len(text) < 120 else type(exc).__name__
 
 
 async def logout(entry: ServerEntry, store: TokenStore, say: Callable[[str], None]) -> bool:

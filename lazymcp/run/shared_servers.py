@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from lazymcp.access.policy import Principal
     from lazymcp.access.secrets import PrincipalSecrets
     from lazymcp.core.entries import ServerEntry
+    from lazymcp.run.people import People
 
 JOIN_TRIES = 3
 """Processes a session waits for, each stopped as it started (its other sessions left), before it fails."""
@@ -262,6 +263,8 @@ class SharedServers:
         self.secrets = secrets
         """Each principal's own values for its servers (``--principal-secrets``)."""
         """Seconds without a message after which a process is stopped (None: only when its sessions leave)."""
+        self.people: People | None = None
+        """Each principal's sign-ins to remote servers (``--public-url``); None: this user's own."""
         self.exchanges = Exchanges()
         """Each principal's tokens exchanged for remote servers (``lazymcp.run.exchange``)."""
         self.processes: dict[Key, _Process] = {}
@@ -280,7 +283,8 @@ class SharedServers:
             return Lease(self, (principal, entry.name), entry)
 
         def connector(entry: ServerEntry, *, isolated: bool) -> Connection:  # the secrets as they are now
-            exchanged = exchanging(self.exchanges, principal, direct)
+            signed = direct if self.people is None else self.people.connector(principal, direct)
+            exchanged = exchanging(self.exchanges, principal, signed)
             return for_principal(self.secrets, principal.describe(), exchanged)(entry, isolated=isolated)
 
         return connector

@@ -19,8 +19,9 @@ import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from lazymcp.access.tokens import TokenStore, sign_in_key, state_of
+from lazymcp.access.tokens import SignIns, TokenStore, sign_in_key, state_of
 from lazymcp.core.entries import ServerEntry
 from lazymcp.protocol.errors import UpstreamError
 from lazymcp.run.reach import SignInNeeded
@@ -87,7 +88,7 @@ def sign_in_status(entry: ServerEntry, reason: str = "", store: TokenStore | Non
 class Kept:
     """The SDK's ``TokenStorage`` of one server's sign-in."""
 
-    def __init__(self, entry: ServerEntry, store: TokenStore, principal: str = "") -> None:
+    def __init__(self, entry: ServerEntry, store: SignIns, principal: str = "") -> None:
         self.entry = entry
         self.store = store
         self.key = key_of(entry, principal)
@@ -211,22 +212,79 @@ def provider(
     return made
 
 
-def connection_auth(entry: ServerEntry, store: TokenStore | None = None, principal: str = "") -> Any | None:
+def connection_auth(
+    entry: ServerEntry,
+    store: SignIns | None = None,
+    principal: str = "",
+    how: str | None = None,
+    again: str | None = None,
+) -> Any | None:
     """What a connection to ``entry`` signs its requests with; None when it has no sign-in kept (or sends
-    its own ``Authorization``): its server's 401 then says to sign in."""
+    its own ``Authorization``): its server's 401 then says to sign in. ``how`` and ``again``: how to sign
+    in, and in again once refused (default: ``lazymcp login``)."""
     if not can_sign_in(entry):
         return None
     kept = Kept(entry, store or TokenStore.default(), principal)
     if not kept.store.get(kept.key):
         return None
+    again = again or f"sign in again with `lazymcp login {entry.name}`"
 
     async def refused(url: str) -> None:
-        raise SignInNeeded(f"it refused the sign-in kept for it: sign in again with `lazymcp login {entry.name}`")
+        raise SignInNeeded(f"it refused the sign-in kept for it: {again}")
 
     async def never() -> AuthorizationCodeResult:
-        raise SignInNeeded(login_hint(entry.name))
+        raise SignInNeeded(how or login_hint(entry.name))
 
     auth = provider(entry, kept, UNSET_REDIRECT, refused, never)
     auth.context.token_expiry_time = kept.expires_at()  # the SDK knows it only from a token it was sent
     kept.restore_discovered()
     return auth
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "lazymcp", "version": "login"},
+    },
+}
+"""What a sign-in sends the server: its 401 starts the SDK's flow, and it is sent again once signed in."""
+
+
+async def sign_in(entry: ServerEntry, kept: Kept, redirect_uri: str, on_redirect: Any, on_callback: Any) -> None:
+    """Sign in to ``entry``'s server anew, whatever ``kept`` holds, through the SDK's flow (``provider``), and
+    keep the tokens in ``kept``: ``on_redirect`` is handed the authorization URL, ``on_callback`` brings back
+    the code that came to ``redirect_uri``.
+
+    Raises:
+        UpstreamError: the server cannot be reached, or the sign-in failed (said without any value).
+    """
+    import httpx2
+
+    from lazymcp.run.reach import TIMEOUT, failure_cause, shown
+
+    assert entry.url is not None
+    auth = provider(entry, kept, redirect_uri, on_redirect, on_callback)
+    auth.context.current_tokens = None  # sign in anew, whatever is kept
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
+    async with httpx2.AsyncClient(auth=auth, timeout=TIMEOUT, headers=headers) as client:
+        try:
+            response = await client.post(entry.url, json=INITIALIZE)
+        except httpx2.TransportError as exc:
+            host = urlsplit(entry.url).hostname or ""
+            raise UpstreamError(f"cannot reach {shown(entry.url)}: {failure_cause(exc, host)}") from None
+        except UpstreamError:
+            raise
+        except Exception as exc:
+            raise UpstreamError(f"the sign-in to {shown(entry.url)} failed: {_said(exc)}") from None
+    if response.status_code >= 400:
+        raise UpstreamError(f"{shown(entry.url)} answered HTTP {response.status_code} after the sign-in")
+
+
+def _said(exc: BaseException) -> str:
+    """What an OAuth failure says, without any value: the SDK's messages about tokens may hold a body."""
+    text = str(exc).split(":")[0].strip()
+    return text if text and len(text) < 120 else type(exc).__name__

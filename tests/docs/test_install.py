@@ -42,6 +42,7 @@ BRINGS = {
     "redis": "redis",
     "code": "pydantic-monty",
     "keyring": "keyring",
+    "team-sign-in": "cryptography",
 }
 """A package each extra brings, to find in the resolution."""
 STEP = 600

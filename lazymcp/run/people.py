@@ -1,0 +1,313 @@
+"""Each person signs in to each remote server, on a team's HTTP gateway (``--public-url URL`` with
+``--secrets-key-file FILE``).
+
+A principal whose session reaches a remote server that asks for a sign-in (its 401) and that this principal
+has not signed in to gets, in its own session's answer, the line ``sign-in needed: sign in at
+URL/connect/SERVER?ticket=...``. The failure itself (what the log, the status and every other answer say)
+names the link without a ticket: ``People.outgoing`` adds a fresh ticket, of the session's own principal,
+to each such link in an answer on its way to that session's client, so that a ticket reaches only its
+principal. The browser that opens the link has no bearer token: the ticket is the credential
+(``lazymcp.access.sealed``: sealed, valid ``TICKET_LIFE`` seconds, for one principal and one server, used
+once).
+
+``GET /connect/SERVER?ticket=T`` starts the SDK's sign-in (``lazymcp.run.signin.sign_in``: discovery from
+the 401, the entry's client, its metadata URL or a dynamic registration, PKCE and ``resource``) with the
+redirect URI ``URL/oauth/callback``, and sends the browser to the authorization endpoint (303);
+``/oauth/callback`` takes the code and the ``state`` of a sign-in under way here (once; for
+``TICKET_LIFE`` seconds), and the tokens are kept as that principal's, sealed (``Sealed``). From then on
+that principal's connections to the server carry its own access token (``SignedIn``), refreshed by the
+SDK before it expires; a refused refresh returns the server to ``sign-in needed`` for that principal
+alone. ``DELETE /connect/SERVER``, with the principal's own credentials (its bearer token), revokes its
+tokens where the authorization server can, and forgets them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from lazymcp.access.sealed import TICKET_LIFE, Sealer, read_key, read_ticket, sealed_file, ticket
+from lazymcp.access.tokens import config_directory
+from lazymcp.protocol.errors import ConfigError, UpstreamError
+from lazymcp.protocol.jsonrpc import Frame
+from lazymcp.run.connections import Connection, Connector
+from lazymcp.run.people_flow import FINISH_WAIT, PRIVATE, Elsewhere, Flow, Sealed, SignedIn, page
+from lazymcp.run.signin import Kept, can_sign_in, key_of
+
+if TYPE_CHECKING:
+    from lazymcp.access.bearer import Access
+    from lazymcp.access.policy import Principal
+    from lazymcp.core.entries import ServerEntry
+    from lazymcp.gateway.config import GatewayConfig
+    from lazymcp.run.http_checks import Guard
+    from lazymcp.run.http_front import HttpFront
+
+CALLBACK = "/oauth/callback"
+FLOWS_MAX = 1024
+"""Sign-ins under way at once; past it ``/connect`` answers 503."""
+
+
+class Used(Protocol):
+    """The tickets used already, as long as they would be valid."""
+
+    async def first(self, nonce: str) -> bool:
+        """True the first time ``nonce`` is used (and it is noted), False after."""
+        ...
+
+
+class UsedHere:
+    """The tickets used on this instance."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+
+    async def first(self, nonce: str) -> bool:
+        now = time.monotonic()
+        for used in [n for n, until in self._until.items() if until <= now]:
+            del self._until[used]
+        if nonce in self._until:
+            return False
+        self._until[nonce] = now + TICKET_LIFE + 60
+        return True
+
+
+class People:
+    """Every principal's sign-ins to the remote servers of this gateway."""
+
+    def __init__(
+        self,
+        public_url: str,
+        sealer: Sealer,
+        store: Sealed,
+        entries: Callable[[], Sequence[ServerEntry]],
+        used: Used | None = None,
+    ) -> None:
+        self.public_url = public_url.rstrip("/")
+        self.sealer = sealer
+        self.store = store
+        self.entries = entries
+        """The servers of the configuration in force."""
+        self.used = used or UsedHere()
+        self.callbacks: Elsewhere | None = None
+        """The other instances a callback may be for (``--redis``); None: this one alone."""
+        self.flows: dict[str, Flow] = {}
+        """Sign-ins under way, by their ``state``."""
+        self.running: set[asyncio.Task[None]] = set()
+        self.changed: Callable[[str, str, bool], None] = lambda principal, server, signed_in: None
+        """Told of each sign-in done (True) or forgotten (False): the principal's key and the server
+        (``fresh_sessions``)."""
+        self._links = re.compile(re.escape(f"{self.public_url}/connect/").encode() + rb"([A-Za-z0-9._~%-]+)")
+
+    @property
+    def redirect_uri(self) -> str:
+        return self.public_url + CALLBACK
+
+    async def note(self, state: str) -> None:
+        """A sign-in under way here, by its ``state``: its callback may come to another instance."""
+        if self.callbacks is not None:
+            await self.callbacks.note(state)
+
+    def how(self, server: str, again: bool = False) -> str:
+        """How a principal signs in (``again``) to ``server``: the link, without a ticket (``outgoing`` adds
+        it)."""
+        return f"sign in{' again' if again else ''} at {self.public_url}/connect/{quote(server, safe='')}"
+
+    def connector(self, principal: Principal, then: Connector) -> Connector:
+        """How ``principal``'s sessions reach their servers: one that may ask for a sign-in, with the
+        principal's own (``SignedIn``); the rest by ``then``."""
+
+        def connector(entry: ServerEntry, *, isolated: bool) -> Connection:
+            if not can_sign_in(entry):
+                return then(entry, isolated=isolated)
+            return SignedIn(self, entry, principal.key)
+
+        return connector
+
+    def outgoing(self, principal: Principal, sink: Callable[[Frame], None]) -> Callable[[Frame], None]:
+        """``sink``, with each sign-in link of what goes to a session of ``principal`` given a ticket of
+        its own."""
+        links, marker = self._links, f"{self.public_url}/connect/".encode()
+
+        def out(frame: Frame) -> None:
+            if marker not in frame.line:  # most answers: one scan, a few times faster than the pattern's
+                sink(frame)
+                return
+
+            def ticketed(found: re.Match[bytes]) -> bytes:
+                server = unquote(found.group(1).decode())
+                self._recheck(principal.key, server)
+                made = ticket(self.sealer, principal.key, server)
+                return found.group(0) + b"?ticket=" + quote(made, safe="").encode()
+
+            sink(Frame.read(links.sub(ticketed, frame.line)))
+
+        return out
+
+    def _recheck(self, principal: str, server: str) -> None:
+        """Look again, now, for a sign-in of ``principal`` to ``server``: one done on another instance
+        (``--redis``) ends the principal's sessions here that failed for the lack of it (``changed``)."""
+        entry = self._entry(server)
+        if entry is None or self.callbacks is None:
+            return  # on one instance, a sign-in done says so itself
+
+        async def recheck() -> None:
+            key = key_of(entry, principal)
+            await self.store.load(key)
+            if (self.store.get(key) or {}).get("tokens"):
+                self.changed(principal, server, True)
+
+        task = asyncio.get_running_loop().create_task(recheck())
+        self.running.add(task)
+        task.add_done_callback(self.running.discard)
+
+    def routes(self, guard: Guard, access: Access | None) -> list[BaseRoute]:
+        """``/connect/SERVER`` (GET: a ticket's link; DELETE: a principal, with its credentials, forgets its
+        sign-in) and ``/oauth/callback``, behind the front's Host and Origin checks."""
+        from lazymcp.run.http_checks import refused
+
+        async def connect(request: Request) -> Response:
+            if request.method == "DELETE":
+                return await refused(guard, access, request) or await self.disconnect(request)
+            return guard.check(request) or await self.connect(request)
+
+        async def callback(request: Request) -> Response:
+            return guard.check(request) or await self.callback(request)
+
+        return [
+            Route("/connect/{server}", connect, methods=["GET", "DELETE"]),
+            Route(CALLBACK, callback, methods=["GET"]),
+        ]
+
+    def _entry(self, name: str) -> ServerEntry | None:
+        return next((e for e in self.entries() if e.name == name and can_sign_in(e)), None)
+
+    async def connect(self, request: Request) -> Response:
+        """A ticket's link: the browser is sent to sign in."""
+        server = request.path_params["server"]
+        read = read_ticket(self.sealer, request.query_params.get("ticket", ""), server)
+        if read is None or not await self.used.first(read[1]):
+            text = "This link is not valid: it was used already, it expired, or it is for another server."
+            return page(403, f"{text} Call the tool again for a new one.")
+        principal = read[0]
+        entry = self._entry(server)
+        if entry is None:
+            return page(404, f"No server {server!r} to sign in to here.")
+        if len(self.flows) >= FLOWS_MAX:
+            return page(503, "Too many sign-ins under way: try again in a few minutes.")
+        try:
+            url = await Flow(self, entry, principal).begin()
+        except UpstreamError as exc:
+            return page(502, f"The sign-in to {server} could not start: {exc.message}")
+        return RedirectResponse(url, status_code=303, headers=PRIVATE)
+
+    async def callback(self, request: Request) -> Response:
+        """The authorization server's redirect: the code (or its error) of a sign-in under way here."""
+        query = {key: values[0] for key, values in parse_qs(request.url.query).items()}
+        flow = self.flows.pop(query.get("state", ""), None)
+        if flow is None and self.callbacks is not None:  # under way on another instance: it answers
+            forwarded = await self.callbacks.forward(request)
+            if forwarded is not None:
+                return forwarded
+        if flow is None or flow.answer.done():
+            return page(400, "This sign-in is not under way here (finished, or never started): use a new link.")
+        if not ("code" in query or "error" in query):
+            return page(400, "The authorization server sent neither a code nor an error.")
+        if asyncio.get_running_loop().time() - flow.started > TICKET_LIFE:
+            return page(400, "This sign-in took too long: call the tool again for a new link.")
+        flow.answer.set_result(query)
+        try:
+            await asyncio.wait_for(asyncio.shield(flow.task), FINISH_WAIT)
+        except UpstreamError as exc:
+            return page(502, f"The sign-in to {flow.entry.name} did not succeed: {exc.message}")
+        except TimeoutError:
+            return page(504, f"The sign-in to {flow.entry.name} did not end within {FINISH_WAIT:g} s.")
+        return page(200, f"Signed in to {flow.entry.name}. You may close this page and call the tool again.")
+
+    async def disconnect(self, request: Request) -> Response:
+        """The request's principal forgets its sign-in to the server, revoked first where the authorization
+        server can revoke it."""
+        from lazymcp.run.http_checks import principal_of
+        from lazymcp.run.revoke import revoke
+
+        server = request.path_params["server"]
+        entry = self._entry(server)
+        if entry is None:
+            return Response(f"No server {server!r} to sign in to here", status_code=404)
+        principal = principal_of(request).key
+        kept = Kept(entry, self.store, principal)
+        await self.store.load(kept.key)
+        tokens = (self.store.get(kept.key) or {}).get("tokens")
+        if tokens:
+            try:
+                await revoke(entry, tokens, await kept.get_client_info())
+            except UpstreamError:
+                pass  # forgotten here all the same
+        forgotten = self.store.drop(kept.key)
+        self.changed(principal, server, False)
+        return Response(f"signed out of {server}" if forgotten else f"not signed in to {server}", status_code=200)
+
+
+def fresh_sessions(front: HttpFront) -> Callable[[str, str, bool], None]:
+    """What a sign-in done or forgotten does on ``front``: each session of the principal that holds the
+    server (done: one that failed for the lack of it; forgotten: one that runs it with the tokens) ends, so
+    that the principal's next request (a 2025 client's new session, or a 2026 request) starts the server
+    with the principal's sign-in as it is now; its other sessions go on."""
+    from lazymcp.access.policy import Principal
+    from lazymcp.gateway.front import Gateway
+    from lazymcp.gateway.lifecycle import State
+
+    def ended(principal: str, server: str, signed_in: bool) -> None:
+        for side in front.sides():
+            core = side.driver.core
+            if not isinstance(side.principal, Principal) or side.principal.key != principal:
+                continue
+            if not isinstance(core, Gateway):
+                continue
+            states = [s.life.state for s in core.servers if s.name == server]
+            if any(state is State.DOWN if signed_in else state is not State.IDLE for state in states):
+                done = "signed in to" if signed_in else "signed out of"
+                side.driver.interrupt(f"{done} {server}: start a new session", 0)
+
+    return ended
+
+
+def people_of(
+    asked: tuple[str | None, str | None], config: GatewayConfig, access: Access | None, http: bool
+) -> People | None:
+    """The sign-ins of each principal that ``--public-url`` and ``--secrets-key-file`` (``asked``) ask for;
+    None without ``--public-url`` (this user's own sign-ins, from ``lazymcp login``).
+
+    Raises:
+        ConfigError: one flag without what it needs (``--http``, principals, the key file for a server that
+            may ask for a sign-in), a URL that is not one, or a key file that cannot be used.
+    """
+    public_url, key_file = asked
+    if public_url is None:
+        if key_file is not None:
+            raise ConfigError("--secrets-key-file is only for --public-url (each principal's own sign-ins)")
+        return None
+    parts = urlsplit(public_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ConfigError(f"--public-url {public_url!r}: expected the gateway's http(s) URL, e.g. https://mcp.example")
+    if not http:
+        raise ConfigError("--public-url is only for --http: each principal signs in through the gateway's URL")
+    if access is None or not access.names_principals:
+        raise ConfigError("--public-url signs each principal in: serve with --token-file or --oauth-issuer")
+    signing = [entry.name for entry in config.enabled if can_sign_in(entry)]
+    if key_file is None:
+        if not signing:
+            return None
+        raise ConfigError(
+            f"--public-url: server {signing[0]!r} may ask each principal to sign in, whose tokens are kept sealed:"
+            " give --secrets-key-file FILE (at least 32 characters, mode 0600)"
+        )
+    sealer = read_key(key_file)
+    return People(public_url, sealer, sealed_file(sealer, config_directory()), lambda: config.enabled)

@@ -1,0 +1,305 @@
+"""Each person signs in to each remote server, on a team's HTTP gateway (``--public-url``,
+``--secrets-key-file``): two principals of a token file, over real HTTP, against a real gateway process and a
+real upstream that is its own authorization server (the SDK's, ``tests/servers/people_upstream.py``) and
+answers with the subject of the token it was called with.
+
+Each principal's first call gets a link with a ticket of its own; the test is the browser (no bearer
+token): it follows the link to the upstream's sign-in page, signs in as that person, and comes back to the
+gateway's callback. Then each principal's calls reach the upstream as that person. A ticket used twice,
+made too long ago or used for another server is refused; so is a callback with a state not under way, or
+used already. The sign-ins are kept in one sealed file that holds no token in the clear and opens with the
+key only. A principal who signs out (``DELETE /connect/SERVER``) is asked to sign in again, alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from lazymcp.access.sealed import Sealer, read_key, read_ticket, ticket
+
+from ..conftest import SERVERS, free_port, until, until_listening
+from ..raw import listening, mcp_url
+from ..services import instance, needs_redis, redis_server
+
+BOUND = 240
+TOKENS = {"alice": "tok-alice-0123456789", "bob": "tok-bob-0123456789"}
+KEY = "k" * 8 + "an-ample-secret-of-the-gateway-0123456789"
+
+
+@asynccontextmanager
+async def upstream(expiry: int = 300) -> AsyncIterator[str]:
+    """The upstream as a process, its access tokens lasting ``expiry`` seconds; yields its base URL."""
+    port = free_port()
+    command = [sys.executable, str(SERVERS / "people_upstream.py"), str(port), str(expiry)]
+    async with await anyio.open_process(command, stdout=None, stderr=None) as process:
+        try:
+            await until_listening(port, process)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            process.terminate()
+            await process.wait()
+
+
+def kept_of(team: Team) -> dict[str, Any]:
+    """Each principal's sign-in in the sealed file, by principal key."""
+    kept = json.loads(Sealer(KEY.encode()).open(team.sealed.read_bytes()) or b"{}")
+    return {json.loads(key)[0]: value for key, value in kept.items()}
+
+
+class Team:
+    """The gateway's files: configuration, token file, key file; its port and public URL."""
+
+    def __init__(self, tmp_path: Path, base: str) -> None:
+        self.tmp_path = tmp_path
+        self.port = free_port()
+        self.public = f"http://127.0.0.1:{self.port}"
+        self.config = tmp_path / "mcp.json"
+        servers = {"people": {"url": f"{base}/mcp"}}
+        self.config.write_text(json.dumps({"mcpServers": servers, "lazymcp": {"mode": "eager"}}))
+        self.tokens = tmp_path / "tokens"
+        self.tokens.write_text("".join(f"{name}: {token}\n" for name, token in TOKENS.items()))
+        self.tokens.chmod(0o600)
+        self.key = tmp_path / "key"
+        self.key.write_text(KEY)
+        self.key.chmod(0o600)
+        self.sealed = tmp_path / "xdg" / "lazymcp" / "sign-ins.sealed"
+        self.env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+        self.said: list[str] = []
+        """Every answer and page the test was given, to look for secrets in."""
+
+    def command(self) -> list[str]:
+        command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(self.config)]
+        command += ["--http", f"127.0.0.1:{self.port}", "--token-file", str(self.tokens)]
+        return [*command, "--public-url", self.public, "--secrets-key-file", str(self.key)]
+
+    async def call(self, name: str, port: int | None = None) -> str:
+        """``people__whoami`` called as principal ``name`` (at ``port``: the gateway's by default): its text,
+        or its error's."""
+        headers = {"Authorization": f"Bearer {TOKENS[name]}"}
+        http = httpx2.AsyncClient(headers=headers, timeout=60, trust_env=False)
+        url = mcp_url(port or self.port)
+        async with http, Client(streamable_http_client(url, http_client=http)) as client:
+            try:
+                result = await client.call_tool("people__whoami", {})
+            except MCPError as exc:
+                text = exc.error.message
+            else:
+                text = json.dumps(result.model_dump(mode="json"))
+        self.said.append(text)
+        return text
+
+    async def link(self, name: str, port: int | None = None) -> str:
+        """The sign-in link ``name``'s call is answered with."""
+        said = await self.call(name, port)
+        found = re.search(re.escape(self.public) + r'/connect/people\?ticket=[^\s"\\)]+', said)
+        assert found is not None, said
+        return found.group(0)
+
+    async def reaches_upstream_as(self, name: str, port: int | None = None) -> None:
+        """``name``'s calls reach the upstream as ``name`` (once the server's backoff after its 401 passed)."""
+        answers: list[str] = []
+
+        async def answered() -> bool:
+            answers.append(await self.call(name, port))
+            return f"you are {name}" in answers[-1]
+
+        try:
+            await until(answered, within=90, what=f"{name}'s call to reach the upstream as {name}")
+        except pytest.fail.Exception:
+            pytest.fail(f"{name}'s call never reached the upstream as {name}; its last answer: {answers[-1:]}")
+
+
+async def follow(browser: httpx2.AsyncClient, link: str, user: str) -> str:
+    """Open ``link``, sign in at the upstream's page as ``user``; the gateway's callback URL it sends back to."""
+    page = await browser.get(link, follow_redirects=True)
+    assert page.status_code == 200 and 'name="pending"' in page.text, page.text
+    pending = re.search(r'name="pending" value="([^"]+)"', page.text)
+    assert pending is not None
+    back = await browser.post(str(page.url), data={"pending": pending.group(1), "user": user})
+    assert back.status_code == 302, back.text
+    return back.headers["location"]
+
+
+@pytest.mark.anyio
+async def test_each_principal_signs_in_through_its_own_link_and_reaches_the_upstream_as_itself(
+    tmp_path: Path,
+) -> None:
+    stderr_path = tmp_path / "stderr"
+    with anyio.fail_after(BOUND):
+        async with upstream() as base:
+            team = Team(tmp_path, base)
+            stderr = os.open(stderr_path, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                async with (
+                    listening(team.command(), team.port, stderr=stderr, env=team.env),
+                    httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+                ):
+                    kept = await signing_in(team, browser)
+            finally:
+                os.close(stderr)
+    logged = stderr_path.read_text()
+    assert "Traceback" not in logged and "ticket=" not in logged, logged
+    secrets = [sign_in["tokens"][name] for sign_in in kept.values() for name in ("access_token", "refresh_token")]
+    assert len(set(secrets)) == 4, "expected alice's and bob's tokens"
+    for secret in secrets:
+        assert secret not in logged and secret not in "\n".join(team.said)
+
+
+async def signing_in(team: Team, browser: httpx2.AsyncClient) -> dict[str, Any]:
+    """The whole story; what the sealed file held once both were signed in."""
+    alice_link, bob_link = await team.link("alice"), await team.link("bob")
+    sealer = read_key(str(team.key))
+    for name, link in (("alice", alice_link), ("bob", bob_link)):  # each link carries its own principal's ticket
+        given = parse_qs(urlsplit(link).query)["ticket"][0]
+        assert (read_ticket(sealer, given, "people") or ("",))[0] == f"token:{name}"
+
+    other = bob_link.replace("/connect/people?", "/connect/other?")  # bob's ticket for another server: refused
+    assert (await browser.get(other)).status_code == 403
+    expired = ticket(sealer, "token:alice", "people", at=time.time() - 601)
+    assert (await browser.get(f"{team.public}/connect/people", params={"ticket": expired})).status_code == 403
+    assert (await browser.get(f"{team.public}/connect/people", params={"ticket": "forged"})).status_code == 403
+
+    callback = await follow(browser, alice_link, "alice")
+    assert callback.startswith(f"{team.public}/oauth/callback?")
+    done = await browser.get(callback)
+    team.said.append(done.text)
+    assert done.status_code == 200 and "Signed in to people" in done.text, done.text
+    assert (await browser.get(callback)).status_code == 400  # the state is used
+    assert (await browser.get(alice_link)).status_code == 403  # so is the ticket
+    wrong = f"{team.public}/oauth/callback?code=x&state=not-under-way"
+    assert (await browser.get(wrong)).status_code == 400
+
+    await team.reaches_upstream_as("alice")
+    assert "sign in at" in await team.call("bob")  # bob is not signed in by alice's sign-in
+
+    done = await browser.get(await follow(browser, bob_link, "bob"))  # bob's ticket, refused elsewhere, works here
+    assert done.status_code == 200, done.text
+    await team.reaches_upstream_as("bob")
+    await team.reaches_upstream_as("alice")
+
+    raw = team.sealed.read_bytes()
+    assert b"access_token" not in raw and b"token:alice" not in raw and b"refresh" not in raw
+    assert Sealer(b"another-key-of-at-least-32-characters!").open(raw) is None
+    kept: dict[str, Any] = json.loads(Sealer(KEY.encode()).open(raw) or b"{}")
+    assert sorted(json.loads(key)[0] for key in kept) == ["token:alice", "token:bob"]
+    for sign_in in kept.values():
+        assert sign_in["tokens"]["access_token"].encode() not in raw
+
+    signed_out = await browser.delete(
+        f"{team.public}/connect/people", headers={"Authorization": f"Bearer {TOKENS['alice']}"}
+    )
+    assert signed_out.status_code == 200 and "signed out of people" in signed_out.text
+    assert (await browser.delete(f"{team.public}/connect/people")).status_code == 401  # credentials needed
+    again = await team.call("alice")  # a new session: alice's sign-in is gone, bob's is not
+    assert f"sign in at {team.public}/connect/people?ticket=" in again, again
+    await team.reaches_upstream_as("bob")
+    left = json.loads(Sealer(KEY.encode()).open(team.sealed.read_bytes()) or b"{}")
+    assert [json.loads(key)[0] for key in left] == ["token:bob"]
+    return kept
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--public-url", "http://127.0.0.1:1"], "give --secrets-key-file FILE"),
+        (["--secrets-key-file", "KEY"], "--secrets-key-file is only for --public-url"),
+    ],
+)
+async def test_a_public_url_without_its_key_or_a_key_without_it_does_not_start(
+    tmp_path: Path, flags: list[str], said: str
+) -> None:
+    team = Team(tmp_path, "http://127.0.0.1:1")
+    flags = [str(team.key) if flag == "KEY" else flag for flag in flags]
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(team.config), "--http"]
+    command += [f"127.0.0.1:{team.port}", "--token-file", str(team.tokens), *flags]
+    with anyio.fail_after(120):
+        done = await anyio.run_process(command, env={**os.environ, **team.env}, check=False, stdin=subprocess.DEVNULL)
+    text = done.stderr.decode()
+    assert done.returncode != 0 and text.count("\n") == 1 and said in text, text
+
+
+@needs_redis
+@pytest.mark.anyio
+async def test_instances_sharing_a_redis_share_each_principal_s_sign_in_tickets_and_callbacks(tmp_path: Path) -> None:
+    """Two instances of one Redis, one public URL (the first's): a ticket used on one is refused on the other;
+    a callback that comes to the other instance is answered by the one its sign-in is under way on; a
+    principal signed in through one reaches the upstream as itself through the other; Redis holds no token
+    in the clear."""
+    from redis import Redis
+
+    redis_port, other = free_port(), free_port()
+    with anyio.fail_after(BOUND):
+        async with upstream() as base, redis_server(redis_port):
+            team = Team(tmp_path, base)
+            flags = team.command()[team.command().index("--token-file") :]
+            first = instance(team.config, tmp_path / "a", team.port, redis_port, flags, team.env)
+            second = instance(team.config, tmp_path / "b", other, redis_port, flags, team.env)
+            async with first, second, httpx2.AsyncClient(trust_env=False, timeout=60) as browser:
+                link = await team.link("alice", other)  # asked on the second: its link names the public URL
+                assert link.startswith(f"{team.public}/connect/people?ticket=")
+                callback = await follow(browser, link, "alice")  # the sign-in is under way on the first
+                on_second = callback.replace(team.public, f"http://127.0.0.1:{other}")
+                done = await browser.get(on_second)
+                assert done.status_code == 200 and "Signed in to people" in done.text, done.text
+                assert (await browser.get(callback)).status_code == 400  # its state is used, on every instance
+                assert (await browser.get(link.replace(team.public, f"http://127.0.0.1:{other}"))).status_code == 403
+                await team.reaches_upstream_as("alice", other)
+                await team.reaches_upstream_as("alice")
+                assert "sign in at" in await team.call("bob", other)
+                kept = Redis(port=redis_port).hgetall("lazymcp:sign-ins")
+    assert len(kept) == 1
+    (sealed,) = kept.values()
+    assert b"access_token" not in sealed and b"token:alice" not in sealed
+    opened = json.loads(Sealer(KEY.encode()).open(sealed) or b"{}")
+    assert opened["tokens"]["access_token"].encode() not in sealed
+
+
+@pytest.mark.anyio
+async def test_each_principal_s_token_is_refreshed_and_a_refused_refresh_asks_that_principal_alone_again(
+    tmp_path: Path,
+) -> None:
+    """Access tokens of 8 seconds: past its expiry each principal's call is made with a refreshed token; once
+    the upstream revoked alice's tokens (her refresh is refused), her calls say to sign in again, with a link
+    of her own, and bob's still reach the upstream as bob."""
+    with anyio.fail_after(BOUND):
+        async with upstream(expiry=8) as base:
+            team = Team(tmp_path, base)
+            async with (
+                listening(team.command(), team.port, env=team.env),
+                httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+            ):
+                for name in ("alice", "bob"):
+                    done = await browser.get(await follow(browser, await team.link(name), name))
+                    assert done.status_code == 200, done.text
+                    await team.reaches_upstream_as(name)
+                first = kept_of(team)["token:alice"]
+                await until(lambda: time.time() > first["expires_at"] + 0.5, within=60, what="alice's token's expiry")
+                await team.reaches_upstream_as("alice")  # refreshed
+                refreshed = kept_of(team)["token:alice"]
+                assert refreshed["tokens"]["access_token"] != first["tokens"]["access_token"]
+                assert (await browser.post(f"{base}/revoke-subject", params={"subject": "alice"})).status_code == 200
+                await until(
+                    lambda: time.time() > refreshed["expires_at"] + 0.5, within=60, what="alice's token's expiry"
+                )
+                refused = await team.call("alice")
+                await team.reaches_upstream_as("bob")
+    assert f"sign in again at {team.public}/connect/people?ticket=" in refused, refused
+    given = parse_qs(urlsplit(refused.split("sign in again at ")[1].split()[0]).query)["ticket"][0]
+    assert (read_ticket(read_key(str(team.key)), given.rstrip('\\"'), "people") or ("",))[0] == "token:alice"
