@@ -49,7 +49,12 @@ async def refresh(launch: Launch, redis_url: str | None = None) -> int:
     """Start every server once, store its tool list, stop; 1 when one could not be listed. With
     ``redis_url`` (``--redis``) each manifest also goes to Redis, announced to the running instances
     (``lazymcp.run.cluster_lists.Refreshed``); 1 too when Redis could not take them. While servers have
-    not listed their tools, stderr names them every ``STILL_WAITING_EVERY`` seconds."""
+    not listed their tools, stderr names them every ``STILL_WAITING_EVERY`` seconds.
+
+    Raises:
+        ConfigError: an entry asks for a principal's own values (``check_personal``): a refresh has none.
+    """
+    check_personal(launch.config, None, refresh=True)
     loop = asyncio.get_running_loop()
     shared = None
     if redis_url is not None:
@@ -166,7 +171,7 @@ def run_gateway(
     launch = Launch(config, options, **choices)
     if launch.refresh:
         return asyncio.run(refresh(launch, cluster[0] if cluster is not None else None))
-    _check_personal(config, access)
+    check_personal(config, access)
     metrics = _watchers(launch, http)
     store, peers = _store(config, cluster if http is not None else None)
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes
@@ -227,31 +232,42 @@ def _store(config: GatewayConfig, cluster: tuple[str, str] | None) -> tuple[Mani
 
 
 def _checked(launch: Launch, store: ManifestStore, access: Access | None) -> None:
-    """A configuration read again can be served: its tools take distinct names, and its policy names what
-    is there.
+    """A configuration read again can be served as the first one was: its principals' values have principals
+    to come from, its tools take distinct names, and its policy names what is there.
 
     Raises:
         ConfigError: it cannot.
     """
+    check_personal(launch.config, access)
     _check_access(build_gateway(launch, store), launch.config, access)
 
 
-def _check_personal(config: GatewayConfig, access: Access | None) -> None:
-    """A gateway that tells no principals apart (on stdio, or over HTTP without tokens or OAuth) has no one
-    to fill a server's ``${principal:NAME}`` for: it does not start.
+def check_personal(config: GatewayConfig, access: Access | None, *, refresh: bool = False) -> None:
+    """The one rule of ``${principal:NAME}``: a gateway that tells no principals apart (on stdio, over HTTP
+    without tokens or OAuth, or a refresh, which starts each server for no one) has no one to fill it for.
+    Its start stops, a configuration read again with such an entry is not taken (``_checked``), and a
+    refresh (``gateway --refresh``, or ``stats`` making a manifest) does not run.
 
     Raises:
         ConfigError: an enabled entry asks for a principal's own values.
     """
-    if access is not None and access.names_principals:
+    if not refresh and access is not None and access.names_principals:
         return
     for entry in config.servers:
         if entry.enabled and entry.personal:
             names = ", ".join(f"${{principal:{name}}}" for name in sorted(entry.personal))
+            if refresh:
+                why = (
+                    "a refresh has no principals: its tools are listed when a principal's session starts it;"
+                    ' set "enabled": false on it to refresh the others'
+                )
+            else:
+                why = (
+                    "this gateway has no principals: serve it with --http and --token-file or --oauth-issuer"
+                    " (and --principal-secrets), or, for one person, use ${NAME} from the environment"
+                )
             raise ConfigError(
-                f"{config.source}: server {entry.name!r} uses {names}, each principal's own value, but this gateway"
-                " has no principals: serve it with --http and --token-file or --oauth-issuer (and"
-                " --principal-secrets), or, for one person, use ${NAME} from the environment"
+                f"{config.source}: server {entry.name!r} uses {names}, each principal's own value, but {why}"
             )
 
 

@@ -123,15 +123,21 @@ async def test_each_principal_s_servers_get_its_own_values_and_one_without_gets_
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("front", ["stdio", "http"])
+@pytest.mark.parametrize("front", ["stdio", "http", "refresh", "stats"])
 async def test_a_gateway_without_principals_does_not_start_with_a_principal_s_value(
     tmp_path: Path, remote: str, front: str
 ) -> None:
-    """On stdio, or over HTTP with no tokens and no OAuth, nobody is told apart: one line says so."""
+    """On stdio, or over HTTP with no tokens and no OAuth, nobody is told apart: one line says so. A refresh
+    (``gateway --refresh``, or ``stats`` making the manifests it lacks) starts its servers for nobody: the
+    same rule, the same one line."""
     config, _, secrets = files(tmp_path, remote)
     command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), "--principal-secrets", str(secrets)]
     if front == "http":
         command += ["--http", f"127.0.0.1:{free_port()}"]
+    elif front == "refresh":
+        command += ["--refresh"]
+    elif front == "stats":
+        command = [sys.executable, "-m", "lazymcp", "stats", "--config", str(config)]
     env = {**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "c")}
     with anyio.fail_after(120):
         done = await anyio.run_process(command, env=env, check=False, stdin=subprocess.DEVNULL)

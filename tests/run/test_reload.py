@@ -181,3 +181,34 @@ async def test_a_principals_changed_values_end_its_sessions_and_its_servers_star
             bob_still = int(pid_of((await post(port, tool_call(3, "p__whoami"), bob))[1]))
     assert ended == 404
     assert renewed != alice_pid and bob_still == bob_pid  # bob's values did not change: nor did his server
+
+
+@pytest.mark.anyio
+async def test_an_edit_asking_for_a_principal_s_value_of_a_gateway_without_principals_keeps_the_last_good(
+    tmp_path: Path,
+) -> None:
+    """The start's rule of ``${principal:NAME}`` holds for an edit too: a gateway with no tokens tells no
+    principals apart, so an entry asking for one's value is not taken; one line says why, and the
+    session goes on with the configuration in force."""
+    config, stderr = tmp_path / "mcp.json", tmp_path / "stderr"
+    write_config(config, {"p": pid_entry()})
+    port = free_port()
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    with stderr.open("wb") as sink:
+        async with listening(command(config, port, "--log-level", "info"), port, env=env, stderr=sink.fileno()):
+            with anyio.fail_after(TIMEOUT * 2):
+                session = await open_session(port)
+                before = pid_of((await post(port, tool_call(2, "p__whoami"), session))[1])
+                write_config(config, {"p": pid_entry(), "mine": pid_entry(VALUE="${principal:VALUE}")})
+                await until(
+                    lambda: b"keeping the configuration in force" in stderr.read_bytes(),
+                    within=TIMEOUT,
+                    what="the edit refused",
+                )
+                kept = pid_of((await post(port, tool_call(3, "p__whoami"), session))[1])
+                _, unknown = await post(port, tool_call(4, "mine__whoami"), session)
+    assert kept == before
+    assert unknown is not None and "unknown_tool" in json.dumps(unknown), unknown  # never added
+    bad = [line for line in stderr.read_text().splitlines() if "keeping the configuration in force" in line]
+    assert len(bad) == 1, bad
+    assert "server 'mine' uses ${principal:VALUE}" in bad[0] and "has no principals" in bad[0], bad[0]
