@@ -60,7 +60,7 @@ from lazymcp.run.http_checks import (
     speaks_modern,
     with_trace_context,
 )
-from lazymcp.run.http_grants import Grants, bound, grant_of
+from lazymcp.run.http_grants import Grants, bound, grant_of, granted
 from lazymcp.run.http_requests import answer, notify
 from lazymcp.run.http_sessions import HttpSession, busy, event_stream, new_session, session_hash, session_of
 from lazymcp.surfaces.hosts import asked_mode
@@ -241,7 +241,7 @@ class HttpFront:
         self._reap_later(table.pop(oldest), f"the {self.name} needed its place for a new session of its principal")
         return None
 
-    async def _open(self, principal: Principal, *, remap_ids: bool) -> HttpSession | Response:
+    async def _open(self, principal: Principal, grant: object, *, remap_ids: bool) -> HttpSession | Response:
         full = self._make_room(principal)
         if full is not None:
             return error_response(None, 503, f"Too many sessions: {full}")
@@ -250,7 +250,7 @@ class HttpFront:
             remap_ids=remap_ids,
             limits=self.limits,
         )
-        side.principal, side.grant = principal, grant_of(self.grants, principal)
+        side.principal, side.grant = principal, grant
         try:
             await side.driver.start(self.eager)
         except Exception as exc:  # a bug must cost one session, never the front
@@ -318,17 +318,17 @@ class HttpFront:
         headers: dict[str, str] = {}
         principal = principal_of(request)
         if modern:
-            key = (principal, grant_of(self.grants, principal))  # each request granted by its own token
+            grant = grant_of(self.grants, principal)  # each request granted by its own token, once
             async with self._modern_lock:
-                side = self.moderns.get(key)
+                side = self.moderns.get((principal, grant))
                 if side is None or side.driver.done.done():
-                    opened = await self._open(principal, remap_ids=True)
+                    opened = await self._open(principal, grant, remap_ids=True)
                     if isinstance(opened, Response):
                         return opened
-                    side = self.moderns[key] = opened
-            bound(self.grants, side, principal)  # the latest claims (a policy read again may grant anew)
+                    side = self.moderns[(principal, grant)] = opened
+            granted(self.grants, side, principal, grant)  # the latest claims
         elif method == "initialize":
-            opened = await self._open(principal, remap_ids=False)
+            opened = await self._open(principal, grant_of(self.grants, principal), remap_ids=False)
             if isinstance(opened, Response):
                 return opened
             side = new_session(self.sessions, opened, headers)

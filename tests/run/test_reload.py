@@ -20,7 +20,20 @@ from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
 from ..conftest import exited, free_port, until
-from ..raw import INIT, PID_SERVER, TIMEOUT, listening, mcp_url, open_session, pid_of, post, request, tool_call
+from ..raw import (
+    INIT,
+    MODERN_HEADERS,
+    PID_SERVER,
+    TIMEOUT,
+    listening,
+    mcp_url,
+    modern_call,
+    open_session,
+    pid_of,
+    post,
+    request,
+    tool_call,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -212,3 +225,30 @@ async def test_an_edit_asking_for_a_principal_s_value_of_a_gateway_without_princ
     bad = [line for line in stderr.read_text().splitlines() if "keeping the configuration in force" in line]
     assert len(bad) == 1, bad
     assert "server 'mine' uses ${principal:VALUE}" in bad[0] and "has no principals" in bad[0], bad[0]
+
+
+@pytest.mark.anyio
+async def test_a_policy_edit_keeps_a_principal_s_2026_session_and_its_servers(tmp_path: Path) -> None:
+    """alice's 2026-07-28 requests, then a policy edit that takes q from her and leaves her p: her next
+    request is served by the session she had, so her conversation's own process of p (``"share":
+    "session"``) is the one that answered before, and q is refused."""
+    config, tokens, stderr = tmp_path / "mcp.json", tmp_path / "tokens", tmp_path / "stderr"
+    servers = {"p": {**pid_entry(), "share": "session"}, "q": pid_entry()}
+    write_config(config, servers, {"alice": {"allow": ["p__*", "q__*"]}})
+    write_tokens(tokens, "alice: token-a\n")
+    port = free_port()
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    alice = {**bearer("token-a"), **MODERN_HEADERS}
+    flags = ["--token-file", str(tokens), "--log-level", "info", "--mode", "proxy"]
+    with stderr.open("wb") as sink:
+        async with listening(command(config, port, *flags), port, env=env, stderr=sink.fileno()):
+            with anyio.fail_after(TIMEOUT * 2):
+                before = pid_of((await post(port, modern_call(1, "p__whoami"), alice))[1])
+                reached = pid_of((await post(port, modern_call(2, "q__whoami"), alice))[1])
+                write_config(config, servers, {"alice": {"allow": ["p__*"]}})
+                await until(lambda: b"was read again" in stderr.read_bytes(), within=TIMEOUT, what="the edit read")
+                after = pid_of((await post(port, modern_call(3, "p__whoami"), alice))[1])
+                _, refused = await post(port, modern_call(4, "q__whoami"), alice)
+    assert reached.isdigit()
+    assert after == before  # the same session, and so the same process of p
+    assert refused is not None and ("error" in refused or refused["result"].get("isError")), refused
