@@ -10,8 +10,11 @@ the POSTs of both eras, the GET stream and DELETE, and so the requests a peer in
 policy is asked once per request (``grant_of``): a 2026 request's grant both finds its session and is
 given to it (``granted``).
 
-When a configuration read again changes what the policy grants, the 2026 sessions are filed again under
-their new grants (``refiled``), so that their principals' next requests find them, and their servers, again.
+The session keeps the request's principal as it came, with its OAuth token: a renewed token replaces the
+one the session was opened with, so a server reached by token exchange (``lazymcp.run.exchange``) is
+reached with a token exchanged for the latest one (``subject``). When a configuration read again changes
+what the policy grants, the 2026 sessions are filed again under their new grants (``refiled``), so that
+their principals' next requests find them, and their servers, again.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ def bound(grants: Grants | None, side: HttpSession, principal: Principal) -> boo
 
 
 def granted(grants: Grants | None, side: HttpSession, principal: Principal, grant: object) -> None:
-    """``side`` takes a request of its principal: its credentials (its claims) and ``grant``, the grant
+    """``side`` takes a request of its principal: its credentials (claims and token) and ``grant``, the grant
     they earn, asked of the policy once for the request."""
     side.principal = principal
     if grants is not None and grant != side.grant:
@@ -60,6 +63,13 @@ def granted(grants: Grants | None, side: HttpSession, principal: Principal, gran
         step = grants.regrant(side.driver.core, grant)
         if step is not None:
             side.driver.apply(step)
+
+
+def subject(side: HttpSession) -> str | None:
+    """The OAuth token of the latest request ``side`` took (None: its principal has none)."""
+    from lazymcp.access.policy import Principal
+
+    return side.principal.token if isinstance(side.principal, Principal) else None
 
 
 def refiled(moderns: dict[object, HttpSession]) -> None:

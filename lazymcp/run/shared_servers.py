@@ -271,8 +271,11 @@ class SharedServers:
         self._later: set[asyncio.Task[Any]] = set()
         self._timer: asyncio.TimerHandle | None = None
 
-    def connector(self, principal: Principal) -> Callable[..., Connection]:
-        """How a session of ``principal`` reaches its servers (a ``Driver``'s ``connector``)."""
+    def connector(
+        self, principal: Principal, token: Callable[[], str | None] | None = None
+    ) -> Callable[..., Connection]:
+        """How a session of ``principal`` reaches its servers (a ``Driver``'s ``connector``); ``token``: the
+        OAuth token of the session's latest request, what a token exchange trades (None: ``principal``'s)."""
 
         def direct(entry: ServerEntry, *, isolated: bool) -> Connection:
             if entry.remote or entry.share == "session" or not isolated:
@@ -280,7 +283,7 @@ class SharedServers:
             return Lease(self, (principal, entry.name), entry)
 
         def connector(entry: ServerEntry, *, isolated: bool) -> Connection:  # the secrets as they are now
-            exchanged = exchanging(self.exchanges, principal, direct)
+            exchanged = exchanging(self.exchanges, principal, direct, token)
             return for_principal(self.secrets, principal.describe(), exchanged)(entry, isolated=isolated)
 
         return connector
