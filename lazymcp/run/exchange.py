@@ -6,8 +6,10 @@ reached, for each principal signed in by OAuth, with a token exchanged for that 
 principal, the server and the subject token (a hash of them: no token is a key), at most ``CACHE_SIZE`` of
 them, oldest out first; one exchange per key at a time. ``exchanging`` wraps a session's connector: each
 request to such a server carries ``Authorization: Bearer`` with the principal's exchanged token, asked
-for again when it nears its end. A refused exchange ends the server's start, or its request, with one
-line naming the endpoint and the error code, never a token.
+for again when it nears its end. The subject token is the one the session's latest request came with
+(``lazymcp.run.http_grants.subject``), read at each request: when the client renews its token, the
+next request to the server is made with a token exchanged for the new one. A refused exchange ends the
+server's start, or its request, with one line naming the endpoint and the error code, never a token.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import hashlib
 import json
 import time
 from collections import OrderedDict
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -107,35 +109,47 @@ class ExchangedBearer(httpx2.Auth):
     """Signs each request with the principal's exchanged token."""
 
     def __init__(
-        self, exchanges: Exchanges, settings: ExchangeSettings, resource: str, principal: str, subject: str
+        self,
+        exchanges: Exchanges,
+        settings: ExchangeSettings,
+        resource: str,
+        principal: str,
+        subject: Callable[[], str | None],
     ) -> None:
         self.exchanges = exchanges
         self.settings = settings
         self.resource = resource
         self.principal = principal
         self._subject = subject
+        """The subject token as it is now: the one of the session's latest request."""
 
     async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        subject = self._subject()
+        if subject is None:
+            raise SignInNeeded(NEEDS_PRINCIPAL)
         try:
-            token = await self.exchanges.token(self.settings, self.resource, self.principal, self._subject)
+            token = await self.exchanges.token(self.settings, self.resource, self.principal, subject)
         except ExchangeRefused as exc:
             raise SignInNeeded(str(exc)) from None
         request.headers["Authorization"] = f"Bearer {token}"
         yield request
 
 
-def exchanging(exchanges: Exchanges, principal: Principal, then: Connector) -> Connector:
+def exchanging(
+    exchanges: Exchanges, principal: Principal, then: Connector, token: Callable[[], str | None] | None = None
+) -> Connector:
     """How ``principal``'s sessions reach their servers: one whose entry exchanges tokens is reached with
     the principal's exchanged token (or ``Refused`` for a principal with no OAuth token); the rest by
-    ``then``."""
+    ``then``. ``token``: the subject token as it is at each request (None: ``principal``'s own, fixed)."""
+    subject = token if token is not None else lambda: principal.token
 
     def connector(entry: ServerEntry, *, isolated: bool) -> Connection:
         settings = entry.sign_in.exchange if entry.sign_in is not None else None
         if settings is None or entry.url is None:
             return then(entry, isolated=isolated)
-        if principal.token is None:
+        if subject() is None:
             return Refused(NEEDS_PRINCIPAL)
-        auth = ExchangedBearer(exchanges, settings, entry.url, principal.key, principal.token)
+        auth = ExchangedBearer(exchanges, settings, entry.url, principal.key, subject)
         return HttpConnection(entry.url, entry.headers, sse=entry.transport == "sse", auth=auth)
 
     return connector

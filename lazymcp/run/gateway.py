@@ -37,6 +37,7 @@ from lazymcp.surfaces.options import Options
 if TYPE_CHECKING:
     from lazymcp.access.bearer import Access
     from lazymcp.access.secrets import PrincipalSecrets
+    from lazymcp.core.entries import ServerEntry
     from lazymcp.run.cluster import Cluster
     from lazymcp.run.metrics import Metrics
     from lazymcp.run.people import People
@@ -50,7 +51,12 @@ async def refresh(launch: Launch, redis_url: str | None = None) -> int:
     """Start every server once, store its tool list, stop; 1 when one could not be listed. With
     ``redis_url`` (``--redis``) each manifest also goes to Redis, announced to the running instances
     (``lazymcp.run.cluster_lists.Refreshed``); 1 too when Redis could not take them. While servers have
-    not listed their tools, stderr names them every ``STILL_WAITING_EVERY`` seconds."""
+    not listed their tools, stderr names them every ``STILL_WAITING_EVERY`` seconds.
+
+    An entry that asks for a principal's own values (``${principal:NAME}``) is left out, with one line: a
+    refresh starts its servers for no one, so there is no one to fill them for (``check_personal``).
+    """
+    launch = _for_no_one(launch)
     loop = asyncio.get_running_loop()
     shared = None
     if redis_url is not None:
@@ -168,7 +174,7 @@ def run_gateway(
     launch = Launch(config, options, **choices)
     if launch.refresh:
         return asyncio.run(refresh(launch, cluster[0] if cluster is not None else None))
-    _check_personal(config, access)
+    check_personal(config, access)
     sign_ins = _people(people, config, access, http is not None)
     metrics = _watchers(launch, http)
     store, peers = _store(config, cluster if http is not None else None)
@@ -251,34 +257,60 @@ def _store(config: GatewayConfig, cluster: tuple[str, str] | None) -> tuple[Mani
 def _checked(
     launch: Launch, store: ManifestStore, access: Access | None, people: tuple[str | None, str | None]
 ) -> None:
-    """A configuration read again can be served: its tools take distinct names, its policy names what
-    is there, and with ``--public-url`` a server that may ask for a sign-in has the key to seal it.
+    """A configuration read again can be served as the first one was: its principals' values have principals
+    to come from, its tools take distinct names, its policy names what is there, and with ``--public-url`` a
+    server that may ask for a sign-in has the key to seal it.
 
     Raises:
         ConfigError: it cannot.
     """
+    check_personal(launch.config, access)
     _check_access(build_gateway(launch, store), launch.config, access)
     if people[0] is not None and people[1] is None:
         _people(people, launch.config, access, True)
 
 
-def _check_personal(config: GatewayConfig, access: Access | None) -> None:
-    """A gateway that tells no principals apart (on stdio, or over HTTP without tokens or OAuth) has no one
-    to fill a server's ``${principal:NAME}`` for: it does not start.
+def check_personal(config: GatewayConfig, access: Access | None) -> None:
+    """The one rule of ``${principal:NAME}``: a gateway that tells no principals apart (on stdio, or over HTTP
+    without tokens or OAuth) has no one to fill it for. Its start stops, and a configuration read again with
+    such an entry is not taken (``_checked``); a refresh leaves such entries out (``_for_no_one``).
 
     Raises:
         ConfigError: an enabled entry asks for a principal's own values.
     """
     if access is not None and access.names_principals:
         return
-    for entry in config.servers:
-        if entry.enabled and entry.personal:
-            names = ", ".join(f"${{principal:{name}}}" for name in sorted(entry.personal))
-            raise ConfigError(
-                f"{config.source}: server {entry.name!r} uses {names}, each principal's own value, but this gateway"
-                " has no principals: serve it with --http and --token-file or --oauth-issuer (and"
-                " --principal-secrets), or, for one person, use ${NAME} from the environment"
-            )
+    for entry in _personal(config):
+        raise ConfigError(
+            f"{config.source}: server {entry.name!r} uses {_values(entry)}, each principal's own value, but this"
+            " gateway has no principals: serve it with --http and --token-file or --oauth-issuer"
+            " (and --principal-secrets), or, for one person, use ${NAME} from the environment"
+        )
+
+
+def _personal(config: GatewayConfig) -> list[ServerEntry]:
+    return [entry for entry in config.servers if entry.enabled and entry.personal]
+
+
+def _values(entry: ServerEntry) -> str:
+    return ", ".join(f"${{principal:{name}}}" for name in sorted(entry.personal))
+
+
+def _for_no_one(launch: Launch) -> Launch:
+    """``launch`` without the entries that ask for a principal's own values, each named in one line."""
+    personal = _personal(launch.config)
+    for entry in personal:
+        say(
+            "gateway",
+            f"{launch.config.source}: server {entry.name!r} uses {_values(entry)}, each principal's own value:"
+            " left out of the refresh, which starts servers for no principal (its tools are listed when a"
+            " principal's session starts it)",
+        )
+    if not personal:
+        return launch
+    left_out = {entry.name for entry in personal}
+    servers = tuple(entry for entry in launch.config.servers if entry.name not in left_out)
+    return replace(launch, config=replace(launch.config, servers=servers))
 
 
 def _check_access(first: Gateway, config: GatewayConfig, access: Access | None) -> None:

@@ -60,7 +60,7 @@ from lazymcp.run.http_checks import (
     speaks_modern,
     with_trace_context,
 )
-from lazymcp.run.http_grants import Grants, bound, grant_of
+from lazymcp.run.http_grants import Grants, bound, grant_of, granted, subject
 from lazymcp.run.http_requests import answer, notify
 from lazymcp.run.http_sessions import HttpSession, busy, event_stream, new_session, session_hash, session_of
 from lazymcp.surfaces.hosts import asked_mode
@@ -102,12 +102,12 @@ class HttpFront:
         eager: bool = False,
         name: str = "proxy",
         cluster: Cluster | None = None,
-        connector: Callable[[Principal], Callable[..., Connection]] | None = None,
+        connector: Callable[[Principal, Callable[[], str | None]], Callable[..., Connection]] | None = None,
     ) -> None:
         self.make_core = make_core
         self.connector = connector
-        """How a principal's sessions reach their servers (``lazymcp.run.shared_servers``); None: each
-        session starts its own."""
+        """How a principal's sessions reach their servers (``lazymcp.run.shared_servers``), given the OAuth
+        token of each session's latest request (``http_grants.subject``); None: each session starts its own."""
         self.access = access
         """Who may come in (``lazymcp.access.auth``, which loads the SDK: not for an open front); None: anyone."""
         self.store = store
@@ -244,21 +244,22 @@ class HttpFront:
         self._reap_later(table.pop(oldest), f"the {self.name} needed its place for a new session of its principal")
         return None
 
-    async def _open(self, principal: Principal, *, remap_ids: bool) -> HttpSession | Response:
+    async def _open(self, principal: Principal, grant: object, *, remap_ids: bool) -> HttpSession | Response:
         full = self._make_room(principal)
         if full is not None:
             return error_response(None, 503, f"Too many sessions: {full}")
+        connector = self._connector(principal, lambda: subject(side))  # the token of its latest request
         side = HttpSession(
             lambda sink: Driver(
                 self.make_core(principal),
                 sink if self.outgoing is None else self.outgoing(principal, sink),
                 store=self.store,
-                **self._connector(principal),
+                **connector,
             ),
             remap_ids=remap_ids,
             limits=self.limits,
         )
-        side.principal, side.grant = principal, grant_of(self.grants, principal)
+        side.principal, side.grant = principal, grant
         try:
             await side.driver.start(self.eager)
         except Exception as exc:  # a bug must cost one session, never the front
@@ -270,8 +271,8 @@ class HttpFront:
         side.driver.done.add_done_callback(lambda _: self._ended(side))
         return side
 
-    def _connector(self, principal: Principal) -> dict[str, Callable[..., Connection]]:
-        return {} if self.connector is None else {"connector": self.connector(principal)}
+    def _connector(self, principal: Principal, token: Callable[[], str | None]) -> dict[str, Callable[..., Connection]]:
+        return {} if self.connector is None else {"connector": self.connector(principal, token)}
 
     def _ended(self, side: HttpSession) -> None:
         """A session whose upstream failed: forget it and reap its process now."""
@@ -326,17 +327,17 @@ class HttpFront:
         headers: dict[str, str] = {}
         principal = principal_of(request)
         if modern:
-            key = (principal, grant_of(self.grants, principal))  # each request granted by its own token
+            grant = grant_of(self.grants, principal)  # each request granted by its own token, once
             async with self._modern_lock:
-                side = self.moderns.get(key)
+                side = self.moderns.get((principal, grant))
                 if side is None or side.driver.done.done():
-                    opened = await self._open(principal, remap_ids=True)
+                    opened = await self._open(principal, grant, remap_ids=True)
                     if isinstance(opened, Response):
                         return opened
-                    side = self.moderns[key] = opened
-            bound(self.grants, side, principal)  # the latest claims (a policy read again may grant anew)
+                    side = self.moderns[(principal, grant)] = opened
+            granted(self.grants, side, principal, grant)  # the latest claims and token
         elif method == "initialize":
-            opened = await self._open(principal, remap_ids=False)
+            opened = await self._open(principal, grant_of(self.grants, principal), remap_ids=False)
             if isinstance(opened, Response):
                 return opened
             side = new_session(self.sessions, opened, headers)

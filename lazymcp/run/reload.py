@@ -10,7 +10,8 @@ secrets file are read again on SIGHUP, and whenever one of them changes (each is
 - The configuration: every session is changed in place (``lazymcp.gateway.reconfigure``): a server whose
   entry is new is added, one whose entry is gone or changed is stopped once it has answered its calls in
   flight (a changed one starts again, from its new entry, at its next call), the others run on; the policy's
-  new grant applies at once; a session whose listing changed is sent ``notifications/tools/list_changed``.
+  new grant applies at once (a principal's 2026-07-28 requests keep their session, and its servers, under
+  the new grant); a session whose listing changed is sent ``notifications/tools/list_changed``.
   New sessions are built from the new configuration.
 
 A file that does not load (unreadable, malformed, a policy naming what is not there, two tools of one name)
@@ -39,6 +40,7 @@ from lazymcp.gateway.reading import read_config
 from lazymcp.gateway.reconfigure import reconfigure, regrant, settle
 from lazymcp.local.files import read_private
 from lazymcp.protocol.errors import ConfigError
+from lazymcp.run.http_grants import refiled
 from lazymcp.run.notices import plural, say
 
 if TYPE_CHECKING:
@@ -252,6 +254,7 @@ class Reloader:
             principal = side.principal if isinstance(side.principal, Principal) else None
             grant = side.grant = self.cores.grant(principal)
             side.driver.apply(lambda now, core=core, grant=grant: reconfigure(core, new, grant, manifests, now))
+        refiled(self.front.moderns)  # a principal's next 2026 request finds its session under its new grant
         say("gateway", f"{config.source} was read again: {_summary(old, new)}", logging.INFO)
 
 

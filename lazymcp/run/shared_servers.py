@@ -274,8 +274,11 @@ class SharedServers:
         self._later: set[asyncio.Task[Any]] = set()
         self._timer: asyncio.TimerHandle | None = None
 
-    def connector(self, principal: Principal) -> Callable[..., Connection]:
-        """How a session of ``principal`` reaches its servers (a ``Driver``'s ``connector``)."""
+    def connector(
+        self, principal: Principal, token: Callable[[], str | None] | None = None
+    ) -> Callable[..., Connection]:
+        """How a session of ``principal`` reaches its servers (a ``Driver``'s ``connector``); ``token``: the
+        OAuth token of the session's latest request, what a token exchange trades (None: ``principal``'s)."""
 
         def direct(entry: ServerEntry, *, isolated: bool) -> Connection:
             if entry.remote or entry.share == "session" or not isolated:
@@ -284,7 +287,7 @@ class SharedServers:
 
         def connector(entry: ServerEntry, *, isolated: bool) -> Connection:  # the secrets as they are now
             signed = direct if self.people is None else self.people.connector(principal, direct)
-            exchanged = exchanging(self.exchanges, principal, signed)
+            exchanged = exchanging(self.exchanges, principal, signed, token)
             return for_principal(self.secrets, principal.describe(), exchanged)(entry, isolated=isolated)
 
         return connector

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from ..conftest import free_port, serving
-from ..raw import TIMEOUT, listening, mcp_url, open_session, post, tool_call
+from ..raw import MODERN_HEADERS, TIMEOUT, http_gateway, listening, mcp_url, modern_call, open_session, post, tool_call
 from ..servers.exchange_upstream import app
 from ..servers.issuer import AUDIENCE, CLIENT_ID, CLIENT_SECRET, EXCHANGE_CLIENT, EXCHANGE_SECRET, running_issuer
 
@@ -106,3 +106,33 @@ async def test_without_an_oauth_principal_an_exchange_server_is_not_started_and_
             await connection.start(lambda line: None, lambda why: None)
         assert refused.value.message == NEEDS_PRINCIPAL
     assert exchanges.made == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_renewed_token_is_what_the_next_call_exchanges(tmp_path: Path, era: str) -> None:
+    """ada's client renews her token within her session: her old token has expired and the upstream no
+    longer takes what it was exchanged for; her next call is made with a token exchanged for the new one."""
+    port, upstream_port = free_port(), free_port()
+    seen: list[str] = []
+    with running_issuer(free_port(), mcp_url(port)) as issuer:
+        async with serving(app(issuer.exchanged, seen), upstream_port) as upstream:
+            config = exchange_config(tmp_path, issuer.url, upstream)
+            flags = ["--oauth-issuer", issuer.url, "--mode", "proxy"]
+            env = {"EXCHANGE_SECRET": EXCHANGE_SECRET, **SECRETS}
+            async with http_gateway(config, tmp_path / "cache", port, flags, env):
+                with anyio.fail_after(TIMEOUT * 3):
+                    if era == "2025-11-25":
+                        session = await open_session(port, {"Authorization": "Bearer good"})
+                        call = tool_call
+                    else:
+                        session = {"Authorization": "Bearer good", **MODERN_HEADERS}
+                        call = modern_call
+                    _, first = await post(port, call(2, "api__whoami"), session)
+                    issuer.tokens["good"]["exp"] = 0  # it expired: the client signs in again
+                    issuer.exchanged.clear()  # and the upstream takes no token exchanged for it
+                    renewed = {**session, "Authorization": "Bearer good-renewed"}
+                    _, second = await post(port, call(3, "api__whoami"), renewed)
+    assert json.loads(text_of(first))["sub"] == "ada"
+    assert json.loads(text_of(second)) == {"sub": "ada", "aud": AUDIENCE, "resource": upstream}
+    assert issuer.subjects == ["good", "good-renewed"]

@@ -138,3 +138,36 @@ async def test_a_gateway_without_principals_does_not_start_with_a_principal_s_va
     said = done.stderr.decode()
     assert done.returncode != 0 and said.count("\n") == 1, said
     assert "server 'env' uses ${principal:GITHUB_TOKEN}" in said and "has no principals" in said, said
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("front", ["refresh", "stats"])
+async def test_a_refresh_leaves_out_the_servers_that_take_a_principal_s_value(
+    tmp_path: Path, remote: str, front: str
+) -> None:
+    """A refresh (``gateway --refresh``, or ``stats`` making the manifests it lacks) starts its servers for
+    nobody: each server that takes a principal's value is left out with one line, none is started with a
+    blank value, and the others are listed."""
+    config, _, _ = files(tmp_path, remote)
+    servers = json.loads(config.read_text())["mcpServers"]
+    servers["plain"] = {"command": sys.executable, "args": [str(SERVERS / "plain_server.py")]}
+    config.write_text(json.dumps({"mcpServers": servers}))
+    command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(config), "--refresh"]
+    if front == "stats":
+        command = [sys.executable, "-m", "lazymcp", "stats", "--config", str(config)]
+    env = {**os.environ, "LAZYMCP_CACHE_DIR": str(tmp_path / "c")}
+    with anyio.fail_after(120):
+        done = await anyio.run_process(command, env=env, check=False, stdin=subprocess.DEVNULL)
+    said = done.stderr.decode()
+    left_out = [line for line in said.splitlines() if "left out of the refresh" in line]
+    assert len(left_out) == 2, said
+    assert "server 'env' uses ${principal:GITHUB_TOKEN}" in left_out[0], said
+    assert "server 'remote' uses ${principal:PAT}" in left_out[1], said
+    assert "lazymcp gateway: server 'plain': 3 tools" in said.splitlines(), said
+    assert "GITHUB_TOKEN=" not in said and "cannot start" not in said, said
+    if front == "refresh":
+        assert done.returncode == 0, said
+    else:  # the two left out are in no figure, and said so
+        shown = done.stdout.decode().splitlines()
+        assert shown[-1] == "not listed, so in no figure: env, remote (why: above, on stderr)", shown
+        assert shown[1].split()[:2] == ["plain", "3"], shown

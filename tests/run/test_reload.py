@@ -20,7 +20,20 @@ from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
 from ..conftest import exited, free_port, until
-from ..raw import INIT, PID_SERVER, TIMEOUT, listening, mcp_url, open_session, pid_of, post, request, tool_call
+from ..raw import (
+    INIT,
+    MODERN_HEADERS,
+    PID_SERVER,
+    TIMEOUT,
+    listening,
+    mcp_url,
+    modern_call,
+    open_session,
+    pid_of,
+    post,
+    request,
+    tool_call,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -181,3 +194,61 @@ async def test_a_principals_changed_values_end_its_sessions_and_its_servers_star
             bob_still = int(pid_of((await post(port, tool_call(3, "p__whoami"), bob))[1]))
     assert ended == 404
     assert renewed != alice_pid and bob_still == bob_pid  # bob's values did not change: nor did his server
+
+
+@pytest.mark.anyio
+async def test_an_edit_asking_for_a_principal_s_value_of_a_gateway_without_principals_keeps_the_last_good(
+    tmp_path: Path,
+) -> None:
+    """The start's rule of ``${principal:NAME}`` holds for an edit too: a gateway with no tokens tells no
+    principals apart, so an entry asking for one's value is not taken; one line says why, and the
+    session goes on with the configuration in force."""
+    config, stderr = tmp_path / "mcp.json", tmp_path / "stderr"
+    write_config(config, {"p": pid_entry()})
+    port = free_port()
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    with stderr.open("wb") as sink:
+        async with listening(command(config, port, "--log-level", "info"), port, env=env, stderr=sink.fileno()):
+            with anyio.fail_after(TIMEOUT * 2):
+                session = await open_session(port)
+                before = pid_of((await post(port, tool_call(2, "p__whoami"), session))[1])
+                write_config(config, {"p": pid_entry(), "mine": pid_entry(VALUE="${principal:VALUE}")})
+                await until(
+                    lambda: b"keeping the configuration in force" in stderr.read_bytes(),
+                    within=TIMEOUT,
+                    what="the edit refused",
+                )
+                kept = pid_of((await post(port, tool_call(3, "p__whoami"), session))[1])
+                _, unknown = await post(port, tool_call(4, "mine__whoami"), session)
+    assert kept == before
+    assert unknown is not None and "unknown_tool" in json.dumps(unknown), unknown  # never added
+    bad = [line for line in stderr.read_text().splitlines() if "keeping the configuration in force" in line]
+    assert len(bad) == 1, bad
+    assert "server 'mine' uses ${principal:VALUE}" in bad[0] and "has no principals" in bad[0], bad[0]
+
+
+@pytest.mark.anyio
+async def test_a_policy_edit_keeps_a_principal_s_2026_session_and_its_servers(tmp_path: Path) -> None:
+    """alice's 2026-07-28 requests, then a policy edit that takes q from her and leaves her p: her next
+    request is served by the session she had, so her conversation's own process of p (``"share":
+    "session"``) is the one that answered before, and q is refused."""
+    config, tokens, stderr = tmp_path / "mcp.json", tmp_path / "tokens", tmp_path / "stderr"
+    servers = {"p": {**pid_entry(), "share": "session"}, "q": pid_entry()}
+    write_config(config, servers, {"alice": {"allow": ["p__*", "q__*"]}})
+    write_tokens(tokens, "alice: token-a\n")
+    port = free_port()
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    alice = {**bearer("token-a"), **MODERN_HEADERS}
+    flags = ["--token-file", str(tokens), "--log-level", "info", "--mode", "proxy"]
+    with stderr.open("wb") as sink:
+        async with listening(command(config, port, *flags), port, env=env, stderr=sink.fileno()):
+            with anyio.fail_after(TIMEOUT * 2):
+                before = pid_of((await post(port, modern_call(1, "p__whoami"), alice))[1])
+                reached = pid_of((await post(port, modern_call(2, "q__whoami"), alice))[1])
+                write_config(config, servers, {"alice": {"allow": ["p__*"]}})
+                await until(lambda: b"was read again" in stderr.read_bytes(), within=TIMEOUT, what="the edit read")
+                after = pid_of((await post(port, modern_call(3, "p__whoami"), alice))[1])
+                _, refused = await post(port, modern_call(4, "q__whoami"), alice)
+    assert reached.isdigit()
+    assert after == before  # the same session, and so the same process of p
+    assert refused is not None and ("error" in refused or refused["result"].get("isError")), refused

@@ -38,6 +38,7 @@ def tokens(resource: str) -> dict[str, dict[str, Any]]:
     good = {"active": True, "scope": f"{SCOPE} profile", "client_id": "team-client", "sub": "ada", "exp": now + 3600}
     return {
         "good": {**good, "aud": resource},
+        "good-renewed": {**good, "aud": resource},  # ada's token after a refresh: one principal, a new token
         "good-among-audiences": {**good, "aud": [ELSEWHERE, resource]},
         "expired": {**good, "aud": resource, "exp": now - 60},
         "inactive": {"active": False},
@@ -59,6 +60,8 @@ class Issuer:
         self.introspections = 0
         self.exchanged: dict[str, dict[str, str]] = {}
         """Each token ``/token`` issued: the subject it names, the audience and resource it is for."""
+        self.subjects: list[str] = []
+        """The subject token of each exchange, in order."""
 
     def app(self) -> Starlette:
         return Starlette(
@@ -123,7 +126,8 @@ class Issuer:
             return JSONResponse({"error": "invalid_grant", "error_description": "bad subject token"}, status_code=400)
         if form.get("audience") != AUDIENCE:
             return JSONResponse({"error": "invalid_target"}, status_code=400)
-        token = f"exchanged-{len(self.exchanged) + 1}"
+        token = f"exchanged-{len(self.subjects) + 1}"
+        self.subjects.append(str(form.get("subject_token")))
         self.exchanged[token] = {"sub": known["sub"], "aud": AUDIENCE, "resource": str(form.get("resource"))}
         issued = "urn:ietf:params:oauth:token-type:access_token"
         return JSONResponse(
