@@ -8,6 +8,7 @@ import fcntl
 import inspect
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -350,18 +351,26 @@ def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now (loopback only), and that no other test process
     (another xdist worker, another checkout's run) is handed before this one's server has bound it.
 
-    The kernel picks a free port; a lock on that port's file in ``PORT_MARKS``, held by this process for
-    ``PORT_HOLD`` seconds, keeps other processes' ``free_port`` from handing it out meanwhile (and this
-    process's own: a test may take several ports before starting what binds them)."""
+    The port is one the kernel never picks by itself (``_unpicked_ports``): not as the port of an outgoing
+    connection, which would make the server's bind fail, nor for a socket bound to port 0 (a test's socket
+    that listens and never answers), which would take the connections meant for the server. A lock on the
+    port's file in ``PORT_MARKS``, held by this process for ``PORT_HOLD`` seconds, keeps other processes'
+    ``free_port`` from handing it out meanwhile (and this process's own: a test may take several ports
+    before starting what binds them)."""
     import socket
 
     now = time.monotonic()
     while _held_ports and now - _held_ports[0][0] > PORT_HOLD:
         os.close(_held_ports.popleft()[1])  # closing the file releases its lock
     PORT_MARKS.mkdir(exist_ok=True)
+    ours = _unpicked_ports()
+    pick = random.SystemRandom()  # not the test's seeded one: each worker, each test, would pick the same ports
     for _ in range(200):
         with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
+            try:
+                sock.bind(("127.0.0.1", pick.choice(ours) if ours else 0))
+            except OSError:
+                continue  # taken
             port = sock.getsockname()[1]
         mark = os.open(PORT_MARKS / str(port), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         try:
@@ -372,6 +381,21 @@ def free_port() -> int:
         _held_ports.append((now, mark))
         return port
     raise RuntimeError(f"no free port that {PORT_MARKS} does not hold")
+
+
+LOCAL_PORT_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+"""Where Linux says which ports it picks by itself (outgoing connections' ports, binds to port 0)."""
+FIRST_TEST_PORT = 20000
+
+
+def _unpicked_ports() -> range:
+    """The ports ``free_port`` hands out: from ``FIRST_TEST_PORT`` up to the kernel's local port range;
+    none (the kernel then picks) where that range is not known, or leaves too few below it."""
+    try:
+        low = int(LOCAL_PORT_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return range(0)
+    return range(FIRST_TEST_PORT, low) if low - FIRST_TEST_PORT >= 4096 else range(0)
 
 
 def shared_catalog(name: str) -> list[dict[str, Any]]:

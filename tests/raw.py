@@ -275,6 +275,9 @@ async def http(
         except (anyio.EndOfStream, anyio.BrokenResourceError):
             pass
     raw = b"".join(chunks)
+    if not raw.startswith(b"HTTP/1."):
+        what = f"{raw[:80]!r}, not an HTTP answer" if raw else "nothing: the connection was closed or reset first"
+        pytest.fail(f"{method} /mcp on port {port} got {what}")
     top, _, content = raw.partition(b"\r\n\r\n")
     status_line, *rows = top.decode().split("\r\n")
     parsed = {key.lower(): value.strip() for key, _, value in (row.partition(":") for row in rows)}

@@ -52,6 +52,10 @@ def limits_of(args: argparse.Namespace) -> Limits:
 def can_listen(address: tuple[str, int] | None) -> None:
     """Fail with one line, before anything starts, when ``--http``'s address cannot be listened on.
 
+    Each of the address's sockets is bound as the server will bind it (``SO_REUSEADDR``, IPv6 only on IPv6),
+    and closed, never listened on: a socket that listened would take connections for a moment, and a
+    client that came then (a readiness probe, a first request) would be reset when it closed.
+
     Raises:
         CatalogError: the address is taken, or not this machine's.
     """
@@ -61,8 +65,14 @@ def can_listen(address: tuple[str, int] | None) -> None:
 
     host, port = address
     try:
-        with socket.create_server((host, port)):
-            pass
+        for family, kind, proto, _, where in socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        ):
+            with socket.socket(family, kind, proto) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind(where)
     except OSError as exc:
         raise CatalogError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
