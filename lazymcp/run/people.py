@@ -24,7 +24,9 @@ tokens where the authorization server can, and forgets them.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import re
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -51,6 +53,10 @@ if TYPE_CHECKING:
     from lazymcp.run.http_front import HttpFront
 
 CALLBACK = "/oauth/callback"
+BROWSER = "lazymcp-sign-in"
+"""The cookie that binds a sign-in under way to the browser that opened its link: a callback that comes
+without it (a browser the authorization URL was passed to) is refused, so that no one can have another
+person's account at the authorization server kept as their own sign-in."""
 FLOWS_MAX = 1024
 """Sign-ins under way at once; past it ``/connect`` answers 503."""
 
@@ -202,22 +208,30 @@ class People:
             return page(404, f"No server {server!r} to sign in to here.")
         if len(self.flows) >= FLOWS_MAX:
             return page(503, "Too many sign-ins under way: try again in a few minutes.")
+        given = request.cookies.get(BROWSER, "")
+        browser = given if 32 <= len(given) <= 64 and given.isascii() else secrets.token_urlsafe(32)
         try:
-            url = await Flow(self, entry, principal).begin()
+            url = await Flow(self, entry, principal, browser).begin()
         except UpstreamError as exc:
             return page(502, f"The sign-in to {server} could not start: {exc.message}")
-        return RedirectResponse(url, status_code=303, headers=PRIVATE)
+        answer = RedirectResponse(url, status_code=303, headers=PRIVATE)
+        path, secure = urlsplit(self.redirect_uri).path, self.public_url.startswith("https:")
+        answer.set_cookie(BROWSER, browser, int(TICKET_LIFE), path=path, secure=secure, httponly=True, samesite="lax")
+        return answer
 
     async def callback(self, request: Request) -> Response:
         """The authorization server's redirect: the code (or its error) of a sign-in under way here."""
         query = {key: values[0] for key, values in parse_qs(request.url.query).items()}
-        flow = self.flows.pop(query.get("state", ""), None)
+        flow = self.flows.get(query.get("state", ""))
         if flow is None and self.callbacks is not None:  # under way on another instance: it answers
             forwarded = await self.callbacks.forward(request)
             if forwarded is not None:
                 return forwarded
         if flow is None or flow.answer.done():
             return page(400, "This sign-in is not under way here (finished, or never started): use a new link.")
+        if not hmac.compare_digest(flow.browser.encode(), request.cookies.get(BROWSER, "").encode()):
+            return page(403, "This sign-in was started in another browser: open your own link in this one.")
+        self.flows.pop(flow.state, None)
         if not ("code" in query or "error" in query):
             return page(400, "The authorization server sent neither a code nor an error.")
         if asyncio.get_running_loop().time() - flow.started > TICKET_LIFE:

@@ -303,3 +303,26 @@ async def test_each_principal_s_token_is_refreshed_and_a_refused_refresh_asks_th
     assert f"sign in again at {team.public}/connect/people?ticket=" in refused, refused
     given = parse_qs(urlsplit(refused.split("sign in again at ")[1].split()[0]).query)["ticket"][0]
     assert (read_ticket(read_key(str(team.key)), given.rstrip('\\"'), "people") or ("",))[0] == "token:alice"
+
+
+@pytest.mark.anyio
+async def test_a_sign_in_is_finished_only_by_the_browser_that_opened_its_link(tmp_path: Path) -> None:
+    """Alice opens her own link but hands the authorization server's URL to bob, who signs in there: the
+    callback that bob's browser brings (without the cookie of alice's) is refused, and bob's account is not
+    kept as alice's sign-in."""
+    with anyio.fail_after(BOUND):
+        async with upstream() as base:
+            team = Team(tmp_path, base)
+            async with (
+                listening(team.command(), team.port, env=team.env),
+                httpx2.AsyncClient(trust_env=False, timeout=60) as alice,
+                httpx2.AsyncClient(trust_env=False, timeout=60) as bob,
+            ):
+                started = await alice.get(await team.link("alice"))
+                assert started.status_code == 303, started.text
+                refused = await bob.get(await follow(bob, started.headers["location"], "bob"))
+                assert refused.status_code == 403 and "another browser" in refused.text, refused.text
+                cookie = started.headers["set-cookie"].lower()
+                assert "httponly" in cookie and "samesite=lax" in cookie and "path=/oauth/callback" in cookie
+                assert "sign in at" in await team.call("alice")
+    assert "tokens" not in kept_of(team).get("token:alice", {})  # its client's registration alone
