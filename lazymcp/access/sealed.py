@@ -143,6 +143,14 @@ class SealedFile:
     async def settled(self) -> None:
         """Nothing to wait for: each change is written as it is made."""
 
+    def check(self) -> None:
+        """Read the file now (at the start), rather than at the first sign-in's use.
+
+        Raises:
+            ConfigError: it cannot be read, or was sealed with another key.
+        """
+        self._read()
+
     def get(self, key: str) -> dict[str, Any] | None:
         return self._read().get(key)
 

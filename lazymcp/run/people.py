@@ -36,7 +36,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from lazymcp.access.sealed import TICKET_LIFE, Sealer, read_key, read_ticket, sealed_file, ticket
+from lazymcp.access.sealed import TICKET_LIFE, SealedFile, Sealer, read_key, read_ticket, sealed_file, ticket
 from lazymcp.access.tokens import config_directory
 from lazymcp.protocol.errors import ConfigError, UpstreamError
 from lazymcp.protocol.jsonrpc import Frame
@@ -111,6 +111,15 @@ class People:
         """Told of each sign-in done (True) or forgotten (False): the principal's key and the server
         (``fresh_sessions``)."""
         self._links = re.compile(re.escape(f"{self.public_url}/connect/").encode() + rb"([A-Za-z0-9._~%-]+)")
+
+    def check(self) -> None:
+        """Open the sealed file of the sign-ins now, when they are kept in one.
+
+        Raises:
+            ConfigError: it cannot be read, or was sealed with another key.
+        """
+        if isinstance(self.store, SealedFile):
+            self.store.check()
 
     @property
     def redirect_uri(self) -> str:

@@ -326,3 +326,16 @@ async def test_a_sign_in_is_finished_only_by_the_browser_that_opened_its_link(tm
                 assert "httponly" in cookie and "samesite=lax" in cookie and "path=/oauth/callback" in cookie
                 assert "sign in at" in await team.call("alice")
     assert "tokens" not in kept_of(team).get("token:alice", {})  # its client's registration alone
+
+
+@pytest.mark.anyio
+async def test_a_sealed_file_of_another_key_stops_the_start_in_one_line(tmp_path: Path) -> None:
+    team = Team(tmp_path, "http://127.0.0.1:1")
+    team.sealed.parent.mkdir(parents=True)
+    team.sealed.write_bytes(Sealer(b"another-key-of-at-least-32-characters!").seal(b"{}"))
+    with anyio.fail_after(120):
+        done = await anyio.run_process(
+            team.command(), env={**os.environ, **team.env}, check=False, stdin=subprocess.DEVNULL
+        )
+    text = done.stderr.decode()
+    assert done.returncode != 0 and text.count("\n") == 1 and "sealed with another key" in text, text
