@@ -28,6 +28,7 @@ import hmac
 import re
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qs, quote, unquote, urlsplit
@@ -59,6 +60,9 @@ without it (a browser the authorization URL was passed to) is refused, so that n
 person's account at the authorization server kept as their own sign-in."""
 FLOWS_MAX = 1024
 """Sign-ins under way at once; past it ``/connect`` answers 503."""
+FLOWS_EACH = 4
+"""Sign-ins under way at once of one principal (each link opened and not finished holds one for
+``TICKET_LIFE`` seconds); past it ``/connect`` answers that principal 503, and no one else."""
 
 
 class Used(Protocol):
@@ -106,6 +110,8 @@ class People:
         """The other instances a callback may be for (``--redis``); None: this one alone."""
         self.flows: dict[str, Flow] = {}
         """Sign-ins under way, by their ``state``."""
+        self.starting: Counter[str] = Counter()
+        """The sign-ins of each principal that have not reached the authorization server yet."""
         self.running: set[asyncio.Task[None]] = set()
         self.changed: Callable[[str, str, bool], None] = lambda principal, server, signed_in: None
         """Told of each sign-in done (True) or forgotten (False): the principal's key and the server
@@ -215,14 +221,21 @@ class People:
         entry = self._entry(server)
         if entry is None:
             return page(404, f"No server {server!r} to sign in to here.")
-        if len(self.flows) >= FLOWS_MAX:
+        if len(self.flows) + sum(self.starting.values()) >= FLOWS_MAX:
             return page(503, "Too many sign-ins under way: try again in a few minutes.")
+        if sum(f.principal == principal for f in self.flows.values()) + self.starting[principal] >= FLOWS_EACH:
+            return page(503, "Too many sign-ins of yours under way: finish one, or try again in a few minutes.")
         given = request.cookies.get(BROWSER, "")
         browser = given if 32 <= len(given) <= 64 and given.isascii() else secrets.token_urlsafe(32)
+        self.starting[principal] += 1
         try:
             url = await Flow(self, entry, principal, browser).begin()
         except UpstreamError as exc:
             return page(502, f"The sign-in to {server} could not start: {exc.message}")
+        finally:
+            self.starting[principal] -= 1
+            if not self.starting[principal]:
+                del self.starting[principal]
         answer = RedirectResponse(url, status_code=303, headers=PRIVATE)
         path, secure = urlsplit(self.redirect_uri).path, self.public_url.startswith("https:")
         answer.set_cookie(BROWSER, browser, int(TICKET_LIFE), path=path, secure=secure, httponly=True, samesite="lax")

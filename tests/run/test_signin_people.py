@@ -339,3 +339,23 @@ async def test_a_sealed_file_of_another_key_stops_the_start_in_one_line(tmp_path
         )
     text = done.stderr.decode()
     assert done.returncode != 0 and text.count("\n") == 1 and "sealed with another key" in text, text
+
+
+@pytest.mark.anyio
+async def test_a_principal_has_a_few_sign_ins_under_way_at_most_and_others_are_not_held_up(tmp_path: Path) -> None:
+    """Each link alice opens (without finishing it) holds a sign-in under way: past ``FLOWS_EACH`` of them her
+    next link is answered 503, and bob's still starts his."""
+    from lazymcp.run.people import FLOWS_EACH
+
+    with anyio.fail_after(BOUND):
+        async with upstream() as base:
+            team = Team(tmp_path, base)
+            async with (
+                listening(team.command(), team.port, env=team.env),
+                httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+            ):
+                for _ in range(FLOWS_EACH):
+                    assert (await browser.get(await team.link("alice"))).status_code == 303
+                refused = await browser.get(await team.link("alice"))
+                assert refused.status_code == 503 and "yours" in refused.text, refused.text
+                assert (await browser.get(await team.link("bob"))).status_code == 303
