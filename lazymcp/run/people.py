@@ -116,7 +116,10 @@ class People:
         self.changed: Callable[[str, str, bool], None] = lambda principal, server, signed_in: None
         """Told of each sign-in done (True) or forgotten (False): the principal's key and the server
         (``fresh_sessions``)."""
-        self._links = re.compile(re.escape(f"{self.public_url}/connect/").encode() + rb"([A-Za-z0-9._~%-]+)")
+        link = re.escape(f"{self.public_url}/connect/").encode()
+        self._links = re.compile(rb"sign in(?: again)? at " + link + rb"([A-Za-z0-9._~%-]+)")
+        """The gateway's own sign-in lines (``how``): a link elsewhere in an answer (a page a tool fetched)
+        gets no ticket."""
 
     def check(self) -> None:
         """Open the sealed file of the sign-ins now, when they are kept in one.
@@ -153,20 +156,24 @@ class People:
         return connector
 
     def outgoing(self, principal: Principal, sink: Callable[[Frame], None]) -> Callable[[Frame], None]:
-        """``sink``, with each sign-in link of what goes to a session of ``principal`` given a ticket of
-        its own."""
+        """``sink``, with each sign-in line (``how``) of what goes to a session of ``principal`` given a
+        ticket of its own: one for each server that may ask for a sign-in, however often an answer names it."""
         links, marker = self._links, f"{self.public_url}/connect/".encode()
 
         def out(frame: Frame) -> None:
             if marker not in frame.line:  # most answers: one scan, a few times faster than the pattern's
                 sink(frame)
                 return
+            made: dict[str, bytes] = {}
 
             def ticketed(found: re.Match[bytes]) -> bytes:
                 server = unquote(found.group(1).decode())
-                self._recheck(principal.key, server)
-                made = ticket(self.sealer, principal.key, server)
-                return found.group(0) + b"?ticket=" + quote(made, safe="").encode()
+                if server not in made:
+                    if self._entry(server) is None:
+                        return found.group(0)
+                    self._recheck(principal.key, server)
+                    made[server] = quote(ticket(self.sealer, principal.key, server), safe="").encode()
+                return found.group(0) + b"?ticket=" + made[server]
 
             sink(Frame.read(links.sub(ticketed, frame.line)))
 

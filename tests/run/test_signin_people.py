@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import anyio
 import httpx2
@@ -359,3 +359,25 @@ async def test_a_principal_has_a_few_sign_ins_under_way_at_most_and_others_are_n
                 refused = await browser.get(await team.link("alice"))
                 assert refused.status_code == 503 and "yours" in refused.text, refused.text
                 assert (await browser.get(await team.link("bob"))).status_code == 303
+
+
+def test_a_ticket_is_given_only_to_the_gateway_s_sign_in_line_of_a_server_that_signs_in(tmp_path: Path) -> None:
+    """An answer that holds the gateway's URL otherwise (a page a tool fetched, a server's own text) gets no
+    ticket; a sign-in line of no such server neither; one server's line said a thousand times gets one."""
+    from lazymcp.access.policy import Principal
+    from lazymcp.access.sealed import SealedFile
+    from lazymcp.core.entries import ServerEntry
+    from lazymcp.protocol.jsonrpc import Frame
+    from lazymcp.run.people import People
+
+    sealer = Sealer(KEY.encode())
+    entries = [ServerEntry(name="people", url="https://people.example/mcp")]
+    people = People("https://gw.example", sealer, SealedFile(sealer, tmp_path / "sealed"), lambda: entries)
+    text = "see https://gw.example/connect/people; sign in at https://gw.example/connect/nosuch; "
+    text += "sign-in needed: sign in at https://gw.example/connect/people; " * 1000
+    sent: list[Frame] = []
+    people.outgoing(Principal(name="alice"), sent.append)(Frame.read(json.dumps({"text": text}).encode()))
+    said: str = json.loads(sent[0].line)["text"]
+    assert "see https://gw.example/connect/people;" in said and "/connect/nosuch;" in said
+    given = set(re.findall(r"sign in at https://gw\.example/connect/people\?ticket=([^;]+);", said))
+    assert len(given) == 1 and read_ticket(sealer, unquote(given.pop()), "people") is not None
