@@ -220,13 +220,15 @@ async def signing_in(team: Team, browser: httpx2.AsyncClient) -> dict[str, Any]:
     [
         (["--public-url", "http://127.0.0.1:1"], "give --secrets-key-file FILE"),
         (["--secrets-key-file", "KEY"], "--secrets-key-file is only for --public-url"),
+        (["--public-url", "http://127.0.0.1:1", "--secrets-key-file", "FIFO"], "is not a file of at most"),
     ],
 )
 async def test_a_public_url_without_its_key_or_a_key_without_it_does_not_start(
     tmp_path: Path, flags: list[str], said: str
 ) -> None:
     team = Team(tmp_path, "http://127.0.0.1:1")
-    flags = [str(team.key) if flag == "KEY" else flag for flag in flags]
+    os.mkfifo(tmp_path / "fifo", 0o600)  # a key file that is a FIFO no one writes to: read, it would block
+    flags = [str(team.key) if flag == "KEY" else str(tmp_path / "fifo") if flag == "FIFO" else flag for flag in flags]
     command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(team.config), "--http"]
     command += [f"127.0.0.1:{team.port}", "--token-file", str(team.tokens), *flags]
     with anyio.fail_after(120):
