@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from lazymcp.access.sealed import TICKET_LIFE, SealedFile, Sealer, read_key, read_ticket, sealed_file, ticket
@@ -283,7 +283,7 @@ class People:
         server = request.path_params["server"]
         entry = self._entry(server)
         if entry is None:
-            return Response(f"No server {server!r} to sign in to here", status_code=404)
+            return PlainTextResponse(f"No server {server!r} to sign in to here", 404, headers=PRIVATE)
         principal = principal_of(request).key
         kept = Kept(entry, self.store, principal)
         await self.store.load(kept.key)
@@ -295,7 +295,9 @@ class People:
                 pass  # forgotten here all the same
         forgotten = self.store.drop(kept.key)
         self.changed(principal, server, False)
-        return Response(f"signed out of {server}" if forgotten else f"not signed in to {server}", status_code=200)
+        return PlainTextResponse(
+            f"signed out of {server}" if forgotten else f"not signed in to {server}", 200, headers=PRIVATE
+        )
 
 
 def fresh_sessions(front: HttpFront) -> Callable[[str, str, bool], None]:

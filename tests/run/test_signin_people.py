@@ -206,6 +206,10 @@ async def signing_in(team: Team, browser: httpx2.AsyncClient) -> dict[str, Any]:
     )
     assert signed_out.status_code == 200 and "signed out of people" in signed_out.text
     assert (await browser.delete(f"{team.public}/connect/people")).status_code == 401  # credentials needed
+    alice = {"Authorization": f"Bearer {TOKENS['alice']}"}
+    unknown = await browser.delete(f"{team.public}/connect/%3Cb%3Ex", headers=alice)  # named back as text only
+    assert unknown.status_code == 404 and unknown.headers.get("content-type", "").startswith("text/plain")
+    assert unknown.headers.get("cache-control") == "no-store", unknown.headers
     again = await team.call("alice")  # a new session: alice's sign-in is gone, bob's is not
     assert f"sign in at {team.public}/connect/people?ticket=" in again, again
     await team.reaches_upstream_as("bob")
