@@ -260,10 +260,11 @@ class People:
             return page(400, "This sign-in is not under way here (finished, or never started): use a new link.")
         if not hmac.compare_digest(flow.browser.encode(), request.cookies.get(BROWSER, "").encode()):
             return page(403, "This sign-in was started in another browser: open your own link in this one.")
-        self.flows.pop(flow.state, None)
-        if not ("code" in query or "error" in query):
+        if not ("code" in query or "error" in query):  # left under way (and counted), not left running apart
             return page(400, "The authorization server sent neither a code nor an error.")
+        self.flows.pop(flow.state, None)
         if asyncio.get_running_loop().time() - flow.started > TICKET_LIFE:
+            flow.task.cancel()
             return page(400, "This sign-in took too long: call the tool again for a new link.")
         flow.answer.set_result(query)
         try:

@@ -387,3 +387,23 @@ def test_a_ticket_is_given_only_to_the_gateway_s_sign_in_line_of_a_server_that_s
     assert "see https://gw.example/connect/people;" in said and "/connect/nosuch;" in said
     given = set(re.findall(r"sign in at https://gw\.example/connect/people\?ticket=([^;]+);", said))
     assert len(given) == 1 and read_ticket(sealer, unquote(given.pop()), "people") is not None
+
+
+@pytest.mark.anyio
+async def test_a_callback_with_neither_code_nor_error_leaves_the_sign_in_under_way(tmp_path: Path) -> None:
+    """A callback of the sign-in's state that brings neither a code nor an error is answered 400 and the
+    sign-in stays under way (it is neither lost to its callback nor left running uncounted): the callback
+    with the code then finishes it."""
+    with anyio.fail_after(BOUND):
+        async with upstream() as base:
+            team = Team(tmp_path, base)
+            async with (
+                listening(team.command(), team.port, env=team.env),
+                httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+            ):
+                callback = await follow(browser, await team.link("alice"), "alice")
+                state = parse_qs(urlsplit(callback).query)["state"][0]
+                bare = await browser.get(f"{team.public}/oauth/callback", params={"state": state})
+                assert bare.status_code == 400 and "neither a code nor an error" in bare.text, bare.text
+                done = await browser.get(callback)
+                assert done.status_code == 200 and "Signed in to people" in done.text, done.text
