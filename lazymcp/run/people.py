@@ -73,6 +73,11 @@ class Used(Protocol):
         ...
 
 
+USED_MAX = 100_000
+"""Tickets noted as used on one instance at most (each for ``TICKET_LIFE`` seconds and a minute): past it a
+ticket is refused rather than the oldest forgotten, which would let it be used again."""
+
+
 class UsedHere:
     """The tickets used on this instance."""
 
@@ -81,9 +86,12 @@ class UsedHere:
 
     async def first(self, nonce: str) -> bool:
         now = time.monotonic()
-        for used in [n for n, until in self._until.items() if until <= now]:
-            del self._until[used]
-        if nonce in self._until:
+        while self._until:  # noted in the order they expire: the expired ones first
+            oldest = next(iter(self._until))
+            if self._until[oldest] > now:
+                break
+            del self._until[oldest]
+        if nonce in self._until or len(self._until) >= USED_MAX:
             return False
         self._until[nonce] = now + TICKET_LIFE + 60
         return True

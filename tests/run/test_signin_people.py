@@ -407,3 +407,14 @@ async def test_a_callback_with_neither_code_nor_error_leaves_the_sign_in_under_w
                 assert bare.status_code == 400 and "neither a code nor an error" in bare.text, bare.text
                 done = await browser.get(callback)
                 assert done.status_code == 200 and "Signed in to people" in done.text, done.text
+
+
+@pytest.mark.anyio
+async def test_the_tickets_noted_as_used_on_one_instance_are_bounded() -> None:
+    from lazymcp.run import people
+
+    used = people.UsedHere()
+    for number in range(people.USED_MAX):
+        assert await used.first(f"nonce-{number}")
+    assert not await used.first("one-more") and not await used.first("nonce-0")
+    assert len(used._until) == people.USED_MAX  # pyright: ignore[reportPrivateUsage]
