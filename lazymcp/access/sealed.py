@@ -30,6 +30,8 @@ from lazymcp.protocol.errors import ConfigError
 
 KEY_MIN = 32
 """Characters of secret the key file holds at least."""
+KEY_LIMIT = 4096
+"""Bytes of the key file read at most."""
 TICKET_LIFE = 600.0
 """Seconds a ticket (a sign-in link) is valid."""
 FILE_NAME = "sign-ins.sealed"
@@ -86,11 +88,14 @@ def read_key(path: str) -> Sealer:
         ConfigError: the file cannot be read, others may read it (it must be mode 0600), it holds fewer than
             ``KEY_MIN`` characters, or the ``cryptography`` package is not installed.
     """
-    try:
-        mode = os.stat(path).st_mode
-        secret = Path(path).read_bytes().strip()
+    try:  # without blocking on a FIFO, nor reading a device or a large file whole
+        with open(path, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK)) as file:
+            mode = os.fstat(file.fileno()).st_mode
+            secret = file.read(KEY_LIMIT + 1).strip() if stat.S_ISREG(mode) else b""
     except OSError as exc:
         raise ConfigError(f"cannot read the secrets key file {path!r}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode) or len(secret) > KEY_LIMIT:
+        raise ConfigError(f"the secrets key file {path!r} is not a file of at most {KEY_LIMIT} bytes")
     if mode & 0o077:
         shown = oct(stat.S_IMODE(mode))[2:]
         raise ConfigError(f"the secrets key file {path!r} can be read by others (mode {shown}): chmod 600 it")
@@ -142,6 +147,14 @@ class SealedFile:
 
     async def settled(self) -> None:
         """Nothing to wait for: each change is written as it is made."""
+
+    def check(self) -> None:
+        """Read the file now (at the start), rather than at the first sign-in's use.
+
+        Raises:
+            ConfigError: it cannot be read, or was sealed with another key.
+        """
+        self._read()
 
     def get(self, key: str) -> dict[str, Any] | None:
         return self._read().get(key)

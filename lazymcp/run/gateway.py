@@ -176,6 +176,8 @@ def run_gateway(
         return asyncio.run(refresh(launch, cluster[0] if cluster is not None else None))
     check_personal(config, access)
     sign_ins = _people(people, config, access, http is not None)
+    if sign_ins is not None and cluster is None:
+        sign_ins.check()  # a file sealed with another key stops the start, in one line
     metrics = _watchers(launch, http)
     store, peers = _store(config, cluster if http is not None else None)
     first = build_gateway(launch, store)  # a name collision stops it here, before any client comes

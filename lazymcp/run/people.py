@@ -24,17 +24,20 @@ tokens where the authorization server can, and forgets them.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import re
+import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from lazymcp.access.sealed import TICKET_LIFE, Sealer, read_key, read_ticket, sealed_file, ticket
+from lazymcp.access.sealed import TICKET_LIFE, SealedFile, Sealer, read_key, read_ticket, sealed_file, ticket
 from lazymcp.access.tokens import config_directory
 from lazymcp.protocol.errors import ConfigError, UpstreamError
 from lazymcp.protocol.jsonrpc import Frame
@@ -51,8 +54,15 @@ if TYPE_CHECKING:
     from lazymcp.run.http_front import HttpFront
 
 CALLBACK = "/oauth/callback"
+BROWSER = "lazymcp-sign-in"
+"""The cookie that binds a sign-in under way to the browser that opened its link: a callback that comes
+without it (a browser the authorization URL was passed to) is refused, so that no one can have another
+person's account at the authorization server kept as their own sign-in."""
 FLOWS_MAX = 1024
 """Sign-ins under way at once; past it ``/connect`` answers 503."""
+FLOWS_EACH = 4
+"""Sign-ins under way at once of one principal (each link opened and not finished holds one for
+``TICKET_LIFE`` seconds); past it ``/connect`` answers that principal 503, and no one else."""
 
 
 class Used(Protocol):
@@ -63,6 +73,11 @@ class Used(Protocol):
         ...
 
 
+USED_MAX = 100_000
+"""Tickets noted as used on one instance at most (each for ``TICKET_LIFE`` seconds and a minute): past it a
+ticket is refused rather than the oldest forgotten, which would let it be used again."""
+
+
 class UsedHere:
     """The tickets used on this instance."""
 
@@ -71,9 +86,12 @@ class UsedHere:
 
     async def first(self, nonce: str) -> bool:
         now = time.monotonic()
-        for used in [n for n, until in self._until.items() if until <= now]:
-            del self._until[used]
-        if nonce in self._until:
+        while self._until:  # noted in the order they expire: the expired ones first
+            oldest = next(iter(self._until))
+            if self._until[oldest] > now:
+                break
+            del self._until[oldest]
+        if nonce in self._until or len(self._until) >= USED_MAX:
             return False
         self._until[nonce] = now + TICKET_LIFE + 60
         return True
@@ -100,11 +118,25 @@ class People:
         """The other instances a callback may be for (``--redis``); None: this one alone."""
         self.flows: dict[str, Flow] = {}
         """Sign-ins under way, by their ``state``."""
+        self.starting: Counter[str] = Counter()
+        """The sign-ins of each principal that have not reached the authorization server yet."""
         self.running: set[asyncio.Task[None]] = set()
         self.changed: Callable[[str, str, bool], None] = lambda principal, server, signed_in: None
         """Told of each sign-in done (True) or forgotten (False): the principal's key and the server
         (``fresh_sessions``)."""
-        self._links = re.compile(re.escape(f"{self.public_url}/connect/").encode() + rb"([A-Za-z0-9._~%-]+)")
+        link = re.escape(f"{self.public_url}/connect/").encode()
+        self._links = re.compile(rb"sign in(?: again)? at " + link + rb"([A-Za-z0-9._~%-]+)")
+        """The gateway's own sign-in lines (``how``): a link elsewhere in an answer (a page a tool fetched)
+        gets no ticket."""
+
+    def check(self) -> None:
+        """Open the sealed file of the sign-ins now, when they are kept in one.
+
+        Raises:
+            ConfigError: it cannot be read, or was sealed with another key.
+        """
+        if isinstance(self.store, SealedFile):
+            self.store.check()
 
     @property
     def redirect_uri(self) -> str:
@@ -132,20 +164,24 @@ class People:
         return connector
 
     def outgoing(self, principal: Principal, sink: Callable[[Frame], None]) -> Callable[[Frame], None]:
-        """``sink``, with each sign-in link of what goes to a session of ``principal`` given a ticket of
-        its own."""
+        """``sink``, with each sign-in line (``how``) of what goes to a session of ``principal`` given a
+        ticket of its own: one for each server that may ask for a sign-in, however often an answer names it."""
         links, marker = self._links, f"{self.public_url}/connect/".encode()
 
         def out(frame: Frame) -> None:
             if marker not in frame.line:  # most answers: one scan, a few times faster than the pattern's
                 sink(frame)
                 return
+            made: dict[str, bytes] = {}
 
             def ticketed(found: re.Match[bytes]) -> bytes:
                 server = unquote(found.group(1).decode())
-                self._recheck(principal.key, server)
-                made = ticket(self.sealer, principal.key, server)
-                return found.group(0) + b"?ticket=" + quote(made, safe="").encode()
+                if server not in made:
+                    if self._entry(server) is None:
+                        return found.group(0)
+                    self._recheck(principal.key, server)
+                    made[server] = quote(ticket(self.sealer, principal.key, server), safe="").encode()
+                return found.group(0) + b"?ticket=" + made[server]
 
             sink(Frame.read(links.sub(ticketed, frame.line)))
 
@@ -200,27 +236,43 @@ class People:
         entry = self._entry(server)
         if entry is None:
             return page(404, f"No server {server!r} to sign in to here.")
-        if len(self.flows) >= FLOWS_MAX:
+        if len(self.flows) + sum(self.starting.values()) >= FLOWS_MAX:
             return page(503, "Too many sign-ins under way: try again in a few minutes.")
+        if sum(f.principal == principal for f in self.flows.values()) + self.starting[principal] >= FLOWS_EACH:
+            return page(503, "Too many sign-ins of yours under way: finish one, or try again in a few minutes.")
+        given = request.cookies.get(BROWSER, "")
+        browser = given if 32 <= len(given) <= 64 and given.isascii() else secrets.token_urlsafe(32)
+        self.starting[principal] += 1
         try:
-            url = await Flow(self, entry, principal).begin()
+            url = await Flow(self, entry, principal, browser).begin()
         except UpstreamError as exc:
             return page(502, f"The sign-in to {server} could not start: {exc.message}")
-        return RedirectResponse(url, status_code=303, headers=PRIVATE)
+        finally:
+            self.starting[principal] -= 1
+            if not self.starting[principal]:
+                del self.starting[principal]
+        answer = RedirectResponse(url, status_code=303, headers=PRIVATE)
+        path, secure = urlsplit(self.redirect_uri).path, self.public_url.startswith("https:")
+        answer.set_cookie(BROWSER, browser, int(TICKET_LIFE), path=path, secure=secure, httponly=True, samesite="lax")
+        return answer
 
     async def callback(self, request: Request) -> Response:
         """The authorization server's redirect: the code (or its error) of a sign-in under way here."""
         query = {key: values[0] for key, values in parse_qs(request.url.query).items()}
-        flow = self.flows.pop(query.get("state", ""), None)
+        flow = self.flows.get(query.get("state", ""))
         if flow is None and self.callbacks is not None:  # under way on another instance: it answers
             forwarded = await self.callbacks.forward(request)
             if forwarded is not None:
                 return forwarded
         if flow is None or flow.answer.done():
             return page(400, "This sign-in is not under way here (finished, or never started): use a new link.")
-        if not ("code" in query or "error" in query):
+        if not hmac.compare_digest(flow.browser.encode(), request.cookies.get(BROWSER, "").encode()):
+            return page(403, "This sign-in was started in another browser: open your own link in this one.")
+        if not ("code" in query or "error" in query):  # left under way (and counted), not left running apart
             return page(400, "The authorization server sent neither a code nor an error.")
+        self.flows.pop(flow.state, None)
         if asyncio.get_running_loop().time() - flow.started > TICKET_LIFE:
+            flow.task.cancel()
             return page(400, "This sign-in took too long: call the tool again for a new link.")
         flow.answer.set_result(query)
         try:
@@ -240,7 +292,7 @@ class People:
         server = request.path_params["server"]
         entry = self._entry(server)
         if entry is None:
-            return Response(f"No server {server!r} to sign in to here", status_code=404)
+            return PlainTextResponse(f"No server {server!r} to sign in to here", 404, headers=PRIVATE)
         principal = principal_of(request).key
         kept = Kept(entry, self.store, principal)
         await self.store.load(kept.key)
@@ -252,7 +304,9 @@ class People:
                 pass  # forgotten here all the same
         forgotten = self.store.drop(kept.key)
         self.changed(principal, server, False)
-        return Response(f"signed out of {server}" if forgotten else f"not signed in to {server}", status_code=200)
+        return PlainTextResponse(
+            f"signed out of {server}" if forgotten else f"not signed in to {server}", 200, headers=PRIVATE
+        )
 
 
 def fresh_sessions(front: HttpFront) -> Callable[[str, str, bool], None]:

@@ -83,11 +83,13 @@ class Flow:
     """One principal's sign-in to one server, under way: the SDK's flow in a task of its own, from the
     ticket's link to the callback."""
 
-    def __init__(self, people: Signings, entry: ServerEntry, principal: str) -> None:
+    def __init__(self, people: Signings, entry: ServerEntry, principal: str, browser: str) -> None:
         loop = asyncio.get_running_loop()
         self.people = people
         self.entry = entry
         self.principal = principal
+        self.browser = browser
+        """The value of the cookie of the browser that opened the link (``lazymcp.run.people.BROWSER``)."""
         self.started = loop.time()
         self.url: asyncio.Future[str] = loop.create_future()
         self.answer: asyncio.Future[dict[str, str]] = loop.create_future()

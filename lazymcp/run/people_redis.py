@@ -138,7 +138,8 @@ class Callbacks:
             return None
         if not isinstance(owner, bytes) or owner.decode() == self.advertise:
             return None
-        headers = {"host": request.headers.get("host", ""), FORWARDED_HEADER: "callback"}
+        headers = {"host": request.headers.get("host", ""), "cookie": request.headers.get("cookie", "")}
+        headers[FORWARDED_HEADER] = "callback"
         url = f"{owner.decode()}{request.url.path}?{request.url.query}"
         try:
             async with httpx2.AsyncClient(timeout=FINISH_WAIT + 10, trust_env=False) as client:

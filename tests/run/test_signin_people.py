@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import anyio
 import httpx2
@@ -206,6 +206,10 @@ async def signing_in(team: Team, browser: httpx2.AsyncClient) -> dict[str, Any]:
     )
     assert signed_out.status_code == 200 and "signed out of people" in signed_out.text
     assert (await browser.delete(f"{team.public}/connect/people")).status_code == 401  # credentials needed
+    alice = {"Authorization": f"Bearer {TOKENS['alice']}"}
+    unknown = await browser.delete(f"{team.public}/connect/%3Cb%3Ex", headers=alice)  # named back as text only
+    assert unknown.status_code == 404 and unknown.headers.get("content-type", "").startswith("text/plain")
+    assert unknown.headers.get("cache-control") == "no-store", unknown.headers
     again = await team.call("alice")  # a new session: alice's sign-in is gone, bob's is not
     assert f"sign in at {team.public}/connect/people?ticket=" in again, again
     await team.reaches_upstream_as("bob")
@@ -220,13 +224,15 @@ async def signing_in(team: Team, browser: httpx2.AsyncClient) -> dict[str, Any]:
     [
         (["--public-url", "http://127.0.0.1:1"], "give --secrets-key-file FILE"),
         (["--secrets-key-file", "KEY"], "--secrets-key-file is only for --public-url"),
+        (["--public-url", "http://127.0.0.1:1", "--secrets-key-file", "FIFO"], "is not a file of at most"),
     ],
 )
 async def test_a_public_url_without_its_key_or_a_key_without_it_does_not_start(
     tmp_path: Path, flags: list[str], said: str
 ) -> None:
     team = Team(tmp_path, "http://127.0.0.1:1")
-    flags = [str(team.key) if flag == "KEY" else flag for flag in flags]
+    os.mkfifo(tmp_path / "fifo", 0o600)  # a key file that is a FIFO no one writes to: read, it would block
+    flags = [str(team.key) if flag == "KEY" else str(tmp_path / "fifo") if flag == "FIFO" else flag for flag in flags]
     command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(team.config), "--http"]
     command += [f"127.0.0.1:{team.port}", "--token-file", str(team.tokens), *flags]
     with anyio.fail_after(120):
@@ -303,3 +309,112 @@ async def test_each_principal_s_token_is_refreshed_and_a_refused_refresh_asks_th
     assert f"sign in again at {team.public}/connect/people?ticket=" in refused, refused
     given = parse_qs(urlsplit(refused.split("sign in again at ")[1].split()[0]).query)["ticket"][0]
     assert (read_ticket(read_key(str(team.key)), given.rstrip('\\"'), "people") or ("",))[0] == "token:alice"
+
+
+@pytest.mark.anyio
+async def test_a_sign_in_is_finished_only_by_the_browser_that_opened_its_link(tmp_path: Path) -> None:
+    """Alice opens her own link but hands the authorization server's URL to bob, who signs in there: the
+    callback that bob's browser brings (without the cookie of alice's) is refused, and bob's account is not
+    kept as alice's sign-in."""
+    with anyio.fail_after(BOUND):
+        async with upstream() as base:
+            team = Team(tmp_path, base)
+            async with (
+                listening(team.command(), team.port, env=team.env),
+                httpx2.AsyncClient(trust_env=False, timeout=60) as alice,
+                httpx2.AsyncClient(trust_env=False, timeout=60) as bob,
+            ):
+                started = await alice.get(await team.link("alice"))
+                assert started.status_code == 303, started.text
+                refused = await bob.get(await follow(bob, started.headers["location"], "bob"))
+                assert refused.status_code == 403 and "another browser" in refused.text, refused.text
+                cookie = started.headers["set-cookie"].lower()
+                assert "httponly" in cookie and "samesite=lax" in cookie and "path=/oauth/callback" in cookie
+                assert "sign in at" in await team.call("alice")
+    assert "tokens" not in kept_of(team).get("token:alice", {})  # its client's registration alone
+
+
+@pytest.mark.anyio
+async def test_a_sealed_file_of_another_key_stops_the_start_in_one_line(tmp_path: Path) -> None:
+    team = Team(tmp_path, "http://127.0.0.1:1")
+    team.sealed.parent.mkdir(parents=True)
+    team.sealed.write_bytes(Sealer(b"another-key-of-at-least-32-characters!").seal(b"{}"))
+    with anyio.fail_after(120):
+        done = await anyio.run_process(
+            team.command(), env={**os.environ, **team.env}, check=False, stdin=subprocess.DEVNULL
+        )
+    text = done.stderr.decode()
+    assert done.returncode != 0 and text.count("\n") == 1 and "sealed with another key" in text, text
+
+
+@pytest.mark.anyio
+async def test_a_principal_has_a_few_sign_ins_under_way_at_most_and_others_are_not_held_up(tmp_path: Path) -> None:
+    """Each link alice opens (without finishing it) holds a sign-in under way: past ``FLOWS_EACH`` of them her
+    next link is answered 503, and bob's still starts his."""
+    from lazymcp.run.people import FLOWS_EACH
+
+    with anyio.fail_after(BOUND):
+        async with upstream() as base:
+            team = Team(tmp_path, base)
+            async with (
+                listening(team.command(), team.port, env=team.env),
+                httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+            ):
+                for _ in range(FLOWS_EACH):
+                    assert (await browser.get(await team.link("alice"))).status_code == 303
+                refused = await browser.get(await team.link("alice"))
+                assert refused.status_code == 503 and "yours" in refused.text, refused.text
+                assert (await browser.get(await team.link("bob"))).status_code == 303
+
+
+def test_a_ticket_is_given_only_to_the_gateway_s_sign_in_line_of_a_server_that_signs_in(tmp_path: Path) -> None:
+    """An answer that holds the gateway's URL otherwise (a page a tool fetched, a server's own text) gets no
+    ticket; a sign-in line of no such server neither; one server's line said a thousand times gets one."""
+    from lazymcp.access.policy import Principal
+    from lazymcp.access.sealed import SealedFile
+    from lazymcp.core.entries import ServerEntry
+    from lazymcp.protocol.jsonrpc import Frame
+    from lazymcp.run.people import People
+
+    sealer = Sealer(KEY.encode())
+    entries = [ServerEntry(name="people", url="https://people.example/mcp")]
+    people = People("https://gw.example", sealer, SealedFile(sealer, tmp_path / "sealed"), lambda: entries)
+    text = "see https://gw.example/connect/people; sign in at https://gw.example/connect/nosuch; "
+    text += "sign-in needed: sign in at https://gw.example/connect/people; " * 1000
+    sent: list[Frame] = []
+    people.outgoing(Principal(name="alice"), sent.append)(Frame.read(json.dumps({"text": text}).encode()))
+    said: str = json.loads(sent[0].line)["text"]
+    assert "see https://gw.example/connect/people;" in said and "/connect/nosuch;" in said
+    given = set(re.findall(r"sign in at https://gw\.example/connect/people\?ticket=([^;]+);", said))
+    assert len(given) == 1 and read_ticket(sealer, unquote(given.pop()), "people") is not None
+
+
+@pytest.mark.anyio
+async def test_a_callback_with_neither_code_nor_error_leaves_the_sign_in_under_way(tmp_path: Path) -> None:
+    """A callback of the sign-in's state that brings neither a code nor an error is answered 400 and the
+    sign-in stays under way (it is neither lost to its callback nor left running uncounted): the callback
+    with the code then finishes it."""
+    with anyio.fail_after(BOUND):
+        async with upstream() as base:
+            team = Team(tmp_path, base)
+            async with (
+                listening(team.command(), team.port, env=team.env),
+                httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+            ):
+                callback = await follow(browser, await team.link("alice"), "alice")
+                state = parse_qs(urlsplit(callback).query)["state"][0]
+                bare = await browser.get(f"{team.public}/oauth/callback", params={"state": state})
+                assert bare.status_code == 400 and "neither a code nor an error" in bare.text, bare.text
+                done = await browser.get(callback)
+                assert done.status_code == 200 and "Signed in to people" in done.text, done.text
+
+
+@pytest.mark.anyio
+async def test_the_tickets_noted_as_used_on_one_instance_are_bounded() -> None:
+    from lazymcp.run import people
+
+    used = people.UsedHere()
+    for number in range(people.USED_MAX):
+        assert await used.first(f"nonce-{number}")
+    assert not await used.first("one-more") and not await used.first("nonce-0")
+    assert len(used._until) == people.USED_MAX  # pyright: ignore[reportPrivateUsage]
