@@ -106,15 +106,7 @@ class Loopback:
         Raises:
             UpstreamError: none came in time, or the authorization server answered with an error.
         """
-        from mcp.client.auth import AuthorizationCodeResult
-
-        try:
-            query = await asyncio.wait_for(asyncio.shield(self.answer), wait)
-        except TimeoutError:
-            raise UpstreamError(f"no sign-in came back within {wait:g} s") from None
-        if "code" not in query:
-            raise UpstreamError(f"the authorization server refused the sign-in: {error_code(query['error'])}")
-        return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
+        return await code_within(self.answer, wait)
 
 
 async def login(
@@ -148,6 +140,24 @@ async def login(
 
         kept.forget_client()  # a registration of an earlier sign-in names another loopback port
         await sign_in(entry, kept, loopback.redirect_uri, redirect, callback)
+
+
+async def code_within(answer: asyncio.Future[dict[str, str]], wait: float) -> AuthorizationCodeResult:
+    """The code a redirect brought (with its state and issuer) once ``answer`` has its query, within
+    ``wait`` seconds (``answer`` is left as it is when the wait ends).
+
+    Raises:
+        UpstreamError: none came in time, or the authorization server answered with an error.
+    """
+    from mcp.client.auth import AuthorizationCodeResult
+
+    try:
+        query = await asyncio.wait_for(asyncio.shield(answer), wait)
+    except TimeoutError:
+        raise UpstreamError(f"no sign-in came back within {wait:g} s") from None
+    if "code" not in query:
+        raise UpstreamError(f"the authorization server refused the sign-in: {error_code(query['error'])}")
+    return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
 
 def error_code(value: str) -> str:

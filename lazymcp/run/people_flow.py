@@ -15,7 +15,7 @@ from starlette.responses import HTMLResponse, Response
 
 from lazymcp.access.sealed import TICKET_LIFE
 from lazymcp.protocol.errors import UpstreamError
-from lazymcp.run.login import error_code
+from lazymcp.run.login import code_within
 from lazymcp.run.remote import HttpConnection
 from lazymcp.run.signin import Kept, connection_auth, key_of, sign_in
 
@@ -134,15 +134,7 @@ class Flow:
             self.url.set_result(url)
 
         async def callback() -> AuthorizationCodeResult:
-            from mcp.client.auth import AuthorizationCodeResult
-
-            try:
-                query = await asyncio.wait_for(asyncio.shield(self.answer), TICKET_LIFE)
-            except TimeoutError:
-                raise UpstreamError(f"no sign-in came back within {TICKET_LIFE:g} s") from None
-            if "code" not in query:
-                raise UpstreamError(f"the authorization server refused the sign-in: {error_code(query['error'])}")
-            return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
+            return await code_within(self.answer, TICKET_LIFE)
 
         await sign_in(self.entry, kept, people.redirect_uri, redirect, callback)
         await people.store.settled()
