@@ -260,9 +260,9 @@ class SharedServers:
 
     def __init__(self, idle_timeout: float | None = None, secrets: PrincipalSecrets | None = None) -> None:
         self.idle_timeout = idle_timeout
+        """Seconds without a message after which a process is stopped (None: only when its sessions leave)."""
         self.secrets = secrets
         """Each principal's own values for its servers (``--principal-secrets``)."""
-        """Seconds without a message after which a process is stopped (None: only when its sessions leave)."""
         self.people: People | None = None
         """Each principal's sign-ins to remote servers (``--public-url``); None: this user's own."""
         self.exchanges = Exchanges()
