@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
+from lazymcp.access.tokens import WholeFile
 from lazymcp.local.extras import install_hint
 from lazymcp.local.files import read_private, write_private
 from lazymcp.protocol.errors import ConfigError
@@ -129,7 +130,7 @@ def read_ticket(sealer: Sealer, text: str, server: str) -> tuple[str, str] | Non
     return principal, nonce
 
 
-class SealedFile:
+class SealedFile(WholeFile):
     """Every principal's sign-ins in one sealed file (``FILE_NAME``), kept in memory once read: this process
     is the file's one writer."""
 
@@ -158,18 +159,6 @@ class SealedFile:
 
     def get(self, key: str) -> dict[str, Any] | None:
         return self._read().get(key)
-
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        every = self._read()
-        every[key] = value
-        self._write(every)
-
-    def drop(self, key: str) -> bool:
-        every = self._read()
-        if every.pop(key, None) is None:
-            return False
-        self._write(every)
-        return True
 
     def _read(self) -> dict[str, dict[str, Any]]:
         if self._every is not None:

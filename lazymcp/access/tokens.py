@@ -66,8 +66,36 @@ class SignIns(Protocol):
     def drop(self, key: str) -> bool: ...
 
 
+class WholeFile:
+    """Sign-ins kept as one mapping in one file, read whole (``_read``) and written whole (``_write``), as
+    the one that keeps them defines both: ``TokenStore``'s ``tokens.json``, or a team gateway's sealed file
+    (``lazymcp.access.sealed``)."""
+
+    __slots__ = ()
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        raise NotImplementedError
+
+    def _write(self, every: dict[str, dict[str, Any]]) -> None:
+        raise NotImplementedError
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        """Keep ``value`` under ``key``, replacing what was there."""
+        every = self._read()
+        every[key] = value
+        self._write(every)
+
+    def drop(self, key: str) -> bool:
+        """Forget the sign-in under ``key``; False when there was none."""
+        every = self._read()
+        if every.pop(key, None) is None:
+            return False
+        self._write(every)
+        return True
+
+
 @dataclass(frozen=True, slots=True)
-class TokenStore:
+class TokenStore(WholeFile):
     """The sign-ins of this user: in the keyring, or in ``directory``'s ``tokens.json``."""
 
     directory: Path | None = None
@@ -97,9 +125,7 @@ class TokenStore:
         if self.keyring is not None:
             self.keyring.set_password(SERVICE, key, json.dumps(value))
             return
-        every = self._read()
-        every[key] = value
-        self._write(every)
+        WholeFile.put(self, key, value)
 
     def drop(self, key: str) -> bool:
         """Forget the sign-in under ``key``; False when there was none."""
@@ -108,11 +134,7 @@ class TokenStore:
                 return False
             self.keyring.delete_password(SERVICE, key)
             return True
-        every = self._read()
-        if every.pop(key, None) is None:
-            return False
-        self._write(every)
-        return True
+        return WholeFile.drop(self, key)
 
     def _read(self) -> dict[str, dict[str, Any]]:
         path = self._path()
