@@ -185,6 +185,15 @@ def program_pid(pid: int) -> int:
         return pid
 
 
+def passed_on() -> dict[str, str]:
+    """The variables a server must be given to hand its program over: none outside a run with a fork server.
+    A client that starts a server with an environment of its own choosing (the SDKs' stdio clients, the
+    Inspector's ``-e``) is given these."""
+    if "|" not in os.environ.get(VARIABLE, ""):
+        return {}
+    return {name: os.environ[name] for name in (VARIABLE, "PYTHONPATH") if name in os.environ}
+
+
 def carry() -> None:
     """Pass the fork server on to what the MCP SDK's stdio client starts: it gives a server a few safe
     variables of its own choice (``get_default_environment``), which would leave these two out."""
@@ -196,9 +205,8 @@ def carry() -> None:
 
     def with_fork_server() -> dict[str, str]:
         env = default()
-        for name in (VARIABLE, "PYTHONPATH"):
-            if name in os.environ:
-                env.setdefault(name, os.environ[name])
+        for name, value in passed_on().items():
+            env.setdefault(name, value)
         return env
 
     with_fork_server.carries_fork_server = True  # type: ignore[attr-defined]

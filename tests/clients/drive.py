@@ -505,11 +505,36 @@ def drive(config: dict[str, Any]) -> Steps:
     return steps
 
 
+def carry_fork_server() -> None:
+    """In a run with the tests' fork server, the stdio servers this client's own SDK starts hand their program
+    over to it too: the SDK gives a server only a few variables of its choosing, and would leave its address
+    out. ``tests/forkserver.py`` is loaded by its path and needs only the standard library."""
+    import os
+
+    if "|" not in os.environ.get("LAZYMCP_TEST_FORKSERVER", ""):
+        return
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "tests_forkserver", Path(__file__).resolve().parents[1] / "forkserver.py"
+    )
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        module.carry()
+    except ImportError:  # a client without the MCP SDK's stdio client starts its servers its own way
+        pass
+
+
 def main() -> None:
     """One config: one JSON line of its steps. A list of configs (a client's every mode and transport): each
     run in turn, its own objects and event loop, and one JSON line of each run's steps with its index in
     the list (``cell``), printed as soon as it is done; the client's library is loaded once."""
     given = json.loads(sys.argv[1])
+    carry_fork_server()
     if isinstance(given, dict):
         sys.stdout.write(json.dumps({"steps": drive(given)}, default=str) + "\n")
         return

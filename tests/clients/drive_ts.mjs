@@ -41,7 +41,12 @@ const textOf = (result) => (result.content ?? []).filter((b) => b.type === 'text
 const target = config.target;
 const transport = target.url
   ? new StreamableHTTPClientTransport(new URL(target.url))
-  : new StdioClientTransport({ command: target.command[0], args: target.command.slice(1), stderr: 'ignore' });
+  : new StdioClientTransport({
+      command: target.command[0],
+      args: target.command.slice(1),
+      env: target.env,
+      stderr: 'ignore',
+    });
 const client = new Client({ name: 'lazymcp-compat', version: '1.0.0' }, { capabilities: {} });
 
 try {

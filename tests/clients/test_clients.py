@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, free_port
+from ..forkserver import passed_on
 from ..interop.support import HOST, lazymcp, serving, ts_sdk_package
 from .matrix import EXPECTED, judge
 from .support import (
@@ -75,8 +76,13 @@ def run_client(client: str, mode: str, target: dict[str, Any]) -> dict[str, dict
     if client in PYTHON_DRIVERS:
         return drive([str(python_client(client)), str(HERE / "drive.py"), json.dumps(config)])
     if client == "ts":
+        if "command" in target:
+            config["target"] = {**target, "env": passed_on()}
         return drive([node(), str(HERE / "drive_ts.mjs"), json.dumps({**config, "sdk": str(ts_sdk_package())})])
-    inspector_target = [target["url"], "--transport", "http"] if "url" in target else target["command"]
+    if "url" in target:
+        inspector_target = [target["url"], "--transport", "http"]
+    else:
+        inspector_target = [*(f"-e{name}={value}" for name, value in passed_on().items()), *target["command"]]
     return inspector_steps(inspector_target, mode)
 
 

@@ -92,6 +92,12 @@ def _stand_in(server: object) -> None:
         os._exit(1)
     pid = int(first[1:])
     server.settimeout(None)  # type: ignore[attr-defined]
+    # The program holds the streams now; a copy kept here would keep a pipe open after the program closed
+    # its end (no end of file for the reader, no broken pipe for the writer) until this process exits.
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
 
     def forward(number: int, frame: object) -> None:
         try:

@@ -85,3 +85,15 @@ def test_children_are_seen_through_the_stand_in() -> None:
             os.kill(child, signal.SIGKILL)
             started.kill()
             started.wait(60)
+
+
+def test_a_stream_the_program_closes_is_closed_for_the_test_while_the_program_runs_on() -> None:
+    code = "import os, sys, time; print('first', flush=True); os.close(1); sys.stdin.read()"
+    with subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as started:
+        assert started.stdout is not None and started.stdin is not None
+        assert started.stdout.read() == "first\n"  # the end of its output while it still waits for input
+        assert started.poll() is None
+        started.stdin.close()
+        assert started.wait(60) == 0
