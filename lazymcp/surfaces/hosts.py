@@ -10,7 +10,7 @@ rule every front end (the SDK server, the proxy, the gateway) follows to pick a 
 2. the configuration's mode for this host (``lazymcp.hosts``, ``--host-mode``);
 3. the configuration's mode for every host (``--mode``, ``LAZYMCP_MODE``, ``lazymcp.mode``);
 4. the table's mode for this host; for Claude Code over stdio, what its environment says of its tool
-   search (``tool_search``);
+   search (``toolsearch.tool_search``);
 5. the server's default (``describe``; the gateway's ``auto``), also for a known host that does not defer.
 
 Whatever was chosen, a listing never holds more tools than the host accepts: past its cap, ``proxy``.
@@ -23,30 +23,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, cast
-from urllib.parse import urlsplit
 
 from lazymcp.protocol.errors import InvalidParams
 from lazymcp.protocol.messages import MODES, Mode
 from lazymcp.surfaces.catalog import Catalog
 from lazymcp.surfaces.metacalls import core_names
 from lazymcp.surfaces.metatools import REGISTRY
+from lazymcp.surfaces.toolsearch import tool_search
 
 CLAUDE_CODE: Final = "claude-code"
 ALWAYS_LOAD: Final = "anthropic/alwaysLoad"
 """The ``_meta`` key Claude Code reads as "never defer this tool"."""
-ANTHROPIC_API_HOST: Final = "api.anthropic.com"
-AUTO_SHARE: Final = 10.0
-"""Claude Code's ``ENABLE_TOOL_SEARCH=auto`` turns its tool search on once the deferrable definitions reach
-10% of the model's context window (``auto:N``: N%; 0 is always on, 100 never)."""
-CONTEXT_WINDOW: Final = 1_000_000
-"""The window Claude Code (2.1.332) assumes for its default models, in tokens."""
-SMALL_CONTEXT_WINDOW: Final = 200_000
-"""Its window with ``CLAUDE_CODE_DISABLE_1M_CONTEXT`` set."""
-OWN_DEFERRED: Final = 7_000
-"""The tokens of Claude Code's own deferrable tools (2.1.332: 11 of them, 7,338 cl100k_base tokens), which
-it counts with the MCP servers' tools."""
-_TRUE: Final = ("true", "1", "yes", "on")
-_FALSE: Final = ("false", "0", "no", "off")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +63,13 @@ HOSTS: Final[tuple[Host, ...]] = (
     # does not defer: stubs keep their savings there, as they do for 2.1.332 with its search off below.
     Host(CLAUDE_CODE, "Claude Code", defers=False, list_changed=True, cap=None, mode=None),
     # Claude Code 2.1.332, sample catalog (130 tools), a scripted model API (tests/hosts). Search on:
-    # eager 1,355 tokens in 2 turns (its ToolSearch, then the call); describe 1,717 in 3 (describe_tools
-    # loaded and called, then the call); proxy 782 in 4. Search off: describe 5,665 in 2, eager 21,895
+    # eager 1,355 tokens in 2 turns (its ToolSearch, then the call); describe 1,716 in 3 (describe_tools
+    # loaded and called, then the call); proxy 781 in 4. Search off: describe 5,664 in 2, eager 21,895
     # (3.9 times as many) in 1. Over stdio `tool_search` reads which of the two it is. Search auto: Claude
     # Code counted eager's listing and its own tools at 28,383 tokens against 100,000 (10% of a 1M window) and
     # showed it in full, 22,888 tokens in 1 turn; `auto_search` predicts that and serves describe, 6,657 in 2.
+    # auto:2 (20,000): eager deferred (1,355 in 2), describe's stubs under it and shown (6,657 in 2), so eager.
+    # force, and unset behind another base URL: on, as `true` (eager 1,355 in 2, describe 1,716 in 3).
     Host(
         CLAUDE_CODE,
         "Claude Code",
@@ -106,7 +95,7 @@ HOSTS: Final[tuple[Host, ...]] = (
         why="defers every tool itself: the same 32 tokens in every mode, eager 2 turns, describe 4, proxy 5",
     ),
     # Gemini CLI 0.61.0 defers nothing, and its definitions run about 53 tokens a tool longer than Claude
-    # Code's: describe 12,599 tokens (44% of eager's 28,797) in 2 turns, eager 1, proxy 994 in 3. It sends
+    # Code's: describe 12,598 tokens (44% of eager's 28,797) in 2 turns, eager 1, proxy 993 in 3. It sends
     # every declaration (650 tools: 668) and the Gemini API refuses more than 512, failing the whole turn
     # in describe and eager alike.
     Host(
@@ -188,68 +177,6 @@ def known(name: str) -> Host | None:
     """The latest row of a host name (for ``stats``), or None."""
     rows = [host for host in HOSTS if host.name == name]
     return rows[-1] if rows else None
-
-
-def tool_search(environ: Mapping[str, str], full_tokens: Callable[[], int]) -> tuple[bool, str] | None:
-    """Whether Claude Code's tool search is on, read as Claude Code decides it from the environment it
-    starts a stdio server with, and why; None when that environment is not Claude Code's.
-
-    ``ENABLE_TOOL_SEARCH`` true or false says it; ``auto`` (``auto_search``) counts the definitions it would
-    defer against a share of its context window; unset, it is on against Anthropic's own API host and off
-    behind another ``ANTHROPIC_BASE_URL``.
-    """
-    if environ.get("CLAUDECODE") != "1" and "CLAUDE_CODE_ENTRYPOINT" not in environ:
-        return None
-    setting = environ.get("ENABLE_TOOL_SEARCH", "").strip().lower()
-    if setting == "auto" or setting.startswith("auto:"):
-        return auto_search(environ, setting, full_tokens)
-    if setting in _TRUE:
-        return True, f"ENABLE_TOOL_SEARCH={setting}"
-    if setting in _FALSE:
-        return False, f"ENABLE_TOOL_SEARCH={setting}"
-    base = environ.get("ANTHROPIC_BASE_URL", "").strip()
-    host = urlsplit(base).hostname if base else ANTHROPIC_API_HOST
-    if host == ANTHROPIC_API_HOST:
-        return True, "Anthropic's API"
-    return False, f"ANTHROPIC_BASE_URL at {host}"
-
-
-def auto_search(environ: Mapping[str, str], setting: str, full_tokens: Callable[[], int]) -> tuple[bool, str]:
-    """``ENABLE_TOOL_SEARCH=auto`` (or ``auto:N``) as Claude Code decides it: on once the tokens of every
-    deferrable definition (lazymcp's full listing, ``full_tokens()``, and Claude Code's own, ``OWN_DEFERRED``)
-    reach the share (``AUTO_SHARE``, or N%) of the context window it assumes (``context_window``).
-
-    So the listing that decides is the full one: served ``eager``, a catalog under the threshold is shown in
-    full (no search), and one over it is deferred; a smaller listing (stubs) stays under it.
-    """
-    share = AUTO_SHARE
-    if setting.startswith("auto:"):
-        try:
-            share = min(100.0, max(0.0, float(setting[5:])))
-        except ValueError:  # Claude Code says so and keeps its 10%
-            share = AUTO_SHARE
-    said = f"ENABLE_TOOL_SEARCH={setting}"
-    if share == 0:
-        return True, said
-    if share == 100:
-        return False, said
-    window = context_window(environ)
-    threshold = int(window * share / 100)
-    tokens = full_tokens() + OWN_DEFERRED
-    why = f"{said}: about {tokens:,} tokens of deferrable definitions against {share:g}% of {window:,}"
-    return tokens >= threshold, why
-
-
-def context_window(environ: Mapping[str, str]) -> int:
-    """The context window Claude Code assumes, as its environment says: ``CLAUDE_CODE_MAX_CONTEXT_TOKENS``
-    with ``DISABLE_COMPACT``; 200,000 with ``CLAUDE_CODE_DISABLE_1M_CONTEXT``; else its default models' 1M."""
-    if environ.get("DISABLE_COMPACT", "").strip().lower() in _TRUE:
-        limit = environ.get("CLAUDE_CODE_MAX_CONTEXT_TOKENS", "").strip()
-        if limit.isdigit() and int(limit) > 0:
-            return int(limit)
-    if environ.get("CLAUDE_CODE_DISABLE_1M_CONTEXT", "").strip().lower() in _TRUE:
-        return SMALL_CONTEXT_WINDOW
-    return CONTEXT_WINDOW
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,8 +84,8 @@ async def test_the_proxy_serves_codex_full_definitions_and_claude_code_off_searc
     proxy = ["proxy", "--", sys.executable, PLAIN]
     codex, _ = await listed(proxy, environment(tmp_path / "cache"), "codex-mcp-client")
     assert [tool.name for tool in codex] == ["add", "echo", "upper"]
-    away = environment(tmp_path / "cache", CLAUDECODE="1", ANTHROPIC_BASE_URL="http://127.0.0.1:9")
-    claude, _ = await listed(proxy, away, "claude-code")
+    off = environment(tmp_path / "cache", CLAUDECODE="1", ENABLE_TOOL_SEARCH="false")
+    claude, _ = await listed(proxy, off, "claude-code")
     assert claude[0].name == "describe_tools" and (claude[0].meta or {})[ALWAYS_LOAD] is True
 
 

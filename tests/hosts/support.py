@@ -50,10 +50,23 @@ VARIANTS = {
     "claude-search": ("claude", "tool search on"),
     "claude-nosearch": ("claude", "tool search off"),
     "claude-auto": ("claude", "tool search auto"),
+    "claude-auto2": ("claude", "tool search auto:2"),
+    "claude-force": ("claude", "tool search force"),
+    "claude-unset": ("claude", "tool search unset"),
     "codex": ("codex", ""),
     "gemini": ("gemini", ""),
 }
 """Each column of the matrix: the host and the setting it runs with."""
+ENABLE_TOOL_SEARCH = {
+    "claude-search": "true",
+    "claude-nosearch": "false",
+    "claude-auto": "auto",
+    "claude-auto2": "auto:2",
+    "claude-force": "force",
+    "claude-unset": None,
+}
+"""Claude Code's ``ENABLE_TOOL_SEARCH`` in each of its columns (None: unset; its API is the fake one, at
+another base URL than Anthropic's)."""
 
 
 def modules(host: str) -> Path:
@@ -112,8 +125,7 @@ def _invocation(
     env |= {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "NO_COLOR": "1", "CI": "1"}
     host = VARIANTS[variant][0]
     if host == "claude":
-        search = {"claude-search": "true", "claude-nosearch": "false"}.get(variant, "auto")
-        command, settings = _claude(installed, server, home, search=search)
+        command, settings = _claude(installed, server, home, search=ENABLE_TOOL_SEARCH[variant])
         env |= settings | {"ANTHROPIC_BASE_URL": base}
     elif host == "codex":
         command, settings = _codex(installed, server, home, base)
@@ -124,17 +136,16 @@ def _invocation(
     return command, env
 
 
-def _claude(installed: Path, server: list[str], home: Path, *, search: str) -> tuple[list[str], dict[str, str]]:
+def _claude(installed: Path, server: list[str], home: Path, *, search: str | None) -> tuple[list[str], dict[str, str]]:
     config = home / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"lazy": {"command": server[0], "args": server[1:]}}}))
     env = {
         "CLAUDE_CONFIG_DIR": str(home / ".claude"),
         "ANTHROPIC_API_KEY": "sk-fake",
-        "ENABLE_TOOL_SEARCH": search,
         "MCP_CONNECTION_NONBLOCKING": "false",  # -p waits for the server before the first request
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    }
+    } | ({} if search is None else {"ENABLE_TOOL_SEARCH": search})
     binary = installed / "@anthropic-ai" / "claude-code" / "bin" / "claude.exe"
     command = [str(binary), "-p", PROMPT, "--mcp-config", str(config), "--strict-mcp-config"]
     return [*command, "--allowedTools", "mcp__lazy", "--max-turns", "10"], env

@@ -58,24 +58,18 @@ async def test_claude_code_with_its_tool_search_on_gets_full_definitions_and_alw
 
 
 @pytest.mark.anyio
-async def test_claude_code_behind_another_base_url_gets_stubs() -> None:
-    env = environment(CLAUDECODE="1", ANTHROPIC_BASE_URL="http://127.0.0.1:9/v1")
-    tools, _ = await listed_over_stdio("claude-code", "2.1.197", env)
-    assert tools[0].name == "describe_tools" and (tools[0].meta or {}).get(ALWAYS_LOAD) is True
-    assert all(schema_is_stub(tool) for tool in tools[3:])
-
-
-@pytest.mark.anyio
-async def test_claude_code_with_search_unset_against_anthropics_api_gets_full_definitions() -> None:
-    tools, _ = await listed_over_stdio("claude-code", "2.1.197", environment(CLAUDECODE="1"))
-    assert len(tools) == SAMPLE_TOOLS and not any(tool.name == "describe_tools" for tool in tools)
+async def test_claude_code_with_search_unset_gets_full_definitions_behind_any_base_url() -> None:
+    for env in (environment(CLAUDECODE="1"), environment(CLAUDECODE="1", ANTHROPIC_BASE_URL="http://127.0.0.1:9/v1")):
+        tools, _ = await listed_over_stdio("claude-code", "2.1.197", env)
+        assert len(tools) == SAMPLE_TOOLS and not any(tool.name == "describe_tools" for tool in tools)
 
 
 @pytest.mark.anyio
 async def test_claude_code_told_search_is_false_gets_stubs_and_a_mode_flag_wins_over_the_table() -> None:
     env = environment(CLAUDECODE="1", ENABLE_TOOL_SEARCH="false")
     tools, _ = await listed_over_stdio("claude-code", "2.1.197", env)
-    assert tools[0].name == "describe_tools"
+    assert tools[0].name == "describe_tools" and (tools[0].meta or {}).get(ALWAYS_LOAD) is True
+    assert all(schema_is_stub(tool) for tool in tools[3:])
     on = environment(CLAUDECODE="1", ENABLE_TOOL_SEARCH="true")
     tools, _ = await listed_over_stdio("claude-code", "2.1.197", on, "--mode", "proxy")
     assert [tool.name for tool in tools][-1] == "invoke_tool" and len(tools) == 4

@@ -7,21 +7,12 @@ import re
 from typing import Any
 
 from lazymcp.surfaces.catalog import Catalog
-from lazymcp.surfaces.hosts import (
-    ALWAYS_LOAD,
-    HOSTS,
-    OWN_DEFERRED,
-    Session,
-    auto_search,
-    choose,
-    host_of,
-    tool_search,
-    version_of,
-)
+from lazymcp.surfaces.hosts import ALWAYS_LOAD, HOSTS, Session, choose, host_of, version_of
 from lazymcp.surfaces.instructions import MAX_INSTRUCTIONS, Group, catalog_instructions, written
 from lazymcp.surfaces.metatools import describe_tools_definition
 from lazymcp.surfaces.methods import Caller, dispatch
 from lazymcp.surfaces.options import Options
+from lazymcp.surfaces.toolsearch import OWN_DEFERRED, SearchSetting, auto_search, setting, tool_search
 from lazymcp.tools.sample import synthetic_tools
 
 from ..conftest import tool
@@ -60,28 +51,52 @@ def test_claude_codes_tool_search_is_read_from_its_environment_as_it_decides_it(
     assert tool_search({"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": "false"}, no_tokens) is not None
     assert tool_search({"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": "false"}, no_tokens)[0] is False  # type: ignore[index]
     assert tool_search({"CLAUDE_CODE_ENTRYPOINT": "cli", "ENABLE_TOOL_SEARCH": "auto"}, no_tokens) is not None
-    assert tool_search({"CLAUDE_CODE_ENTRYPOINT": "cli"}, no_tokens)[0] is True  # type: ignore[index]
+    assert tool_search({"CLAUDE_CODE_ENTRYPOINT": "cli"}, no_tokens) == (True, "ENABLE_TOOL_SEARCH unset")
     away = {"CLAUDECODE": "1", "ANTHROPIC_BASE_URL": "https://llm.example.com/anthropic"}
-    assert tool_search(away, no_tokens) == (False, "ANTHROPIC_BASE_URL at llm.example.com")
-    home = {"CLAUDECODE": "1", "ANTHROPIC_BASE_URL": "https://api.anthropic.com"}
-    assert tool_search(home, no_tokens)[0] is True  # type: ignore[index]
+    assert tool_search(away, no_tokens) == (True, "ENABLE_TOOL_SEARCH unset")  # behind any base URL
+
+
+def test_enable_tool_search_is_read_as_claude_code_reads_it_word_for_word() -> None:
+    assert setting("") == SearchSetting(True)  # unset
+    assert setting("auto") == SearchSetting(None, 10) and setting("auto:2") == SearchSetting(None, 2)
+    # auto:N takes N as parseInt does: the leading digits, or a whole number in exponent or grouped form
+    assert setting("auto:2.5") == SearchSetting(None, 2) and setting("auto: 5% ") == SearchSetting(None, 5)
+    assert setting("auto:1e1") == SearchSetting(None, 10) and setting("auto:1.5e1") == SearchSetting(None, 15)
+    assert setting("auto:1.55e1") == SearchSetting(None, 10)  # an exponent form that is not whole: not a number
+    assert setting("auto:x") == SearchSetting(None, 10) and setting("auto:") == SearchSetting(None, 10)  # its 10%
+    # held to 0..100, and the ends are not auto: 0 (0.5, -3, 0x10 too) always on, 100 (1,000 too) always off
+    assert setting("auto:0") == setting("auto:0.5") == setting("auto:-3") == setting("auto:0x10") == SearchSetting(True)
+    assert setting("auto:100") == setting("auto:1,000") == setting("auto:250") == SearchSetting(False)
+    assert setting("true") == setting(" YES ") == setting("1") == SearchSetting(True)
+    assert setting("false") == setting("Off") == setting("0 ") == SearchSetting(False)
+    # anything else is on: only "auto" as written is auto
+    assert setting("force") == setting("AUTO") == setting(" auto") == setting("maybe") == SearchSetting(True)
+
+
+def test_claude_codes_tool_search_follows_what_enable_tool_search_says() -> None:
+    def on(value: str) -> bool | None:
+        found = tool_search({"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": value, **away}, lambda: 25_753)
+        return None if found is None else found[0]
+
+    away = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080"}
+    assert on("") is True and on("force") is True and on("AUTO") is True and on("false") is False
+    assert on("auto") is False and on("auto:2") is True and on("auto:3") is True and on("auto:4") is False
+    assert tool_search({"CLAUDECODE": "1", "ENABLE_TOOL_SEARCH": "auto:2.9"}, lambda: 0)[1] == (  # type: ignore[index]
+        "ENABLE_TOOL_SEARCH=auto:2.9: about 7,000 tokens of deferrable definitions against 2% of 1,000,000"
+    )
 
 
 def test_auto_counts_the_deferrable_definitions_against_a_share_of_the_window_claude_code_assumes() -> None:
-    def on(setting: str, tokens: int, **environ: str) -> bool:
-        return auto_search(environ, setting, lambda: tokens - OWN_DEFERRED)[0]
+    def on(share: int, tokens: int, **environ: str) -> bool:
+        return auto_search(environ, share, lambda: tokens - OWN_DEFERRED)[0]
 
     # its default models' window is 1M: 10% of it is 100,000 tokens (the sample catalog's 25,753 stays under)
-    assert not on("auto", 99_999) and on("auto", 100_000)
-    assert on("auto", 20_000, CLAUDE_CODE_DISABLE_1M_CONTEXT="1") and not on(
-        "auto", 19_999, CLAUDE_CODE_DISABLE_1M_CONTEXT="1"
-    )
-    assert on("auto", 5_000, DISABLE_COMPACT="1", CLAUDE_CODE_MAX_CONTEXT_TOKENS="50000")
-    assert not on("auto", 5_000, CLAUDE_CODE_MAX_CONTEXT_TOKENS="50000")  # read only with DISABLE_COMPACT
-    assert on("auto:5", 50_000) and not on("auto:5", 49_999)
-    assert on("auto:0", 0) and not on("auto:100", 10**9)
-    assert on("auto:x", 100_000) and not on("auto:x", 99_999)  # not a number: its 10%
-    said = auto_search({}, "auto", lambda: 21_000)[1]
+    assert not on(10, 99_999) and on(10, 100_000)
+    assert on(10, 20_000, CLAUDE_CODE_DISABLE_1M_CONTEXT="1") and not on(10, 19_999, CLAUDE_CODE_DISABLE_1M_CONTEXT="1")
+    assert on(10, 5_000, DISABLE_COMPACT="1", CLAUDE_CODE_MAX_CONTEXT_TOKENS="50000")
+    assert not on(10, 5_000, CLAUDE_CODE_MAX_CONTEXT_TOKENS="50000")  # read only with DISABLE_COMPACT
+    assert on(5, 50_000) and not on(5, 49_999)
+    said = auto_search({}, 10, lambda: 21_000)[1]
     assert said == "ENABLE_TOOL_SEARCH=auto: about 28,000 tokens of deferrable definitions against 10% of 1,000,000"
 
 
