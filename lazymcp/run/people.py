@@ -229,9 +229,9 @@ class People:
         """A ticket's link: the browser is sent to sign in."""
         server = request.path_params["server"]
         read = read_ticket(self.sealer, request.query_params.get("ticket", ""), server)
-        if read is None or not await self.used.first(read[1]):
-            text = "This link is not valid: it was used already, it expired, or it is for another server."
-            return page(403, f"{text} Call the tool again for a new one.")
+        refused = "This link is not valid: it was used already, it expired, or it is for another server."
+        if read is None:
+            return page(403, f"{refused} Call the tool again for a new one.")
         principal = read[0]
         entry = self._entry(server)
         if entry is None:
@@ -242,8 +242,10 @@ class People:
             return page(503, "Too many sign-ins of yours under way: finish one, or try again in a few minutes.")
         given = request.cookies.get(BROWSER, "")
         browser = given if 32 <= len(given) <= 64 and given.isascii() else secrets.token_urlsafe(32)
-        self.starting[principal] += 1
+        self.starting[principal] += 1  # counted before the ticket is spent: the caps hold across its wait
         try:
+            if not await self.used.first(read[1]):  # spent last: a link refused above may be opened again
+                return page(403, f"{refused} Call the tool again for a new one.")
             url = await Flow(self, entry, principal, browser).begin()
         except UpstreamError as exc:
             return page(502, f"The sign-in to {server} could not start: {exc.message}")
