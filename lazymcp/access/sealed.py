@@ -178,7 +178,7 @@ class SealedFile(WholeFile):
 
     def _write(self, every: dict[str, dict[str, Any]]) -> None:
         try:
-            write_private(self.path, self.sealer.seal(json.dumps(every).encode()))
+            write_private(self.path, self.sealer.seal(json.dumps(every).encode()), durable=True)
         except OSError as exc:
             raise ConfigError(f"cannot keep the sign-ins in {str(self.path)!r}: {exc.strerror or exc}") from None
 
