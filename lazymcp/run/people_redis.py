@@ -31,7 +31,7 @@ from starlette.responses import Response
 from lazymcp.access.sealed import TICKET_LIFE, Sealer
 from lazymcp.run.forward import FORWARDED_HEADER
 from lazymcp.run.notices import say
-from lazymcp.run.people_flow import FINISH_WAIT
+from lazymcp.run.people_flow import FINISH_WAIT, page
 from lazymcp.run.redis_link import REDIS_ERRORS, REDIS_WAIT
 from lazymcp.run.signin import key_of
 
@@ -45,6 +45,9 @@ SIGN_INS = "lazymcp:sign-ins"
 USED = "lazymcp:ticket-used:"
 STATE = "lazymcp:sign-in-state:"
 WAIT = REDIS_WAIT * 2
+ANSWER_LIMIT = 64 * 1024
+"""Bytes of a page another instance answers a callback sent on to it with (its own pages are a few hundred)."""
+LIMIT_SAID = "64 KiB"
 NOTE_LIFE = 60.0
 """Seconds an announced sign-in change is taken for news: an older one (replayed) is ignored."""
 
@@ -154,12 +157,19 @@ class Callbacks:
         headers[FORWARDED_HEADER] = "callback"
         url = f"{owner.decode()}{request.url.path}?{request.url.query}"
         try:
-            async with httpx2.AsyncClient(timeout=FINISH_WAIT + 10, trust_env=False) as client:
-                answer = await client.get(url, headers=headers)
+            async with (
+                httpx2.AsyncClient(timeout=FINISH_WAIT + 10, trust_env=False) as client,
+                client.stream("GET", url, headers=headers) as answer,
+            ):
+                body = bytearray()
+                async for chunk in answer.aiter_bytes():
+                    body += chunk
+                    if len(body) > ANSWER_LIMIT:
+                        return page(502, f"The instance this sign-in is under way on answered over {LIMIT_SAID}.")
         except httpx2.HTTPError:
             return None
         kept = {k: v for k, v in answer.headers.items() if k in ("content-type", "cache-control", "referrer-policy")}
-        return Response(answer.content, status_code=answer.status_code, headers=kept)
+        return Response(bytes(body), status_code=answer.status_code, headers=kept)
 
 
 def share(people: People, redis: Redis, advertise: str, lists: SharedLists | None = None) -> None:
