@@ -132,12 +132,13 @@ def read_ticket(sealer: Sealer, text: str, server: str) -> tuple[str, str] | Non
 
 class SealedFile(WholeFile):
     """Every principal's sign-ins in one sealed file (``FILE_NAME``), kept in memory once read: this process
-    is the file's one writer."""
+    is the file's one writer, which ``check`` makes sure of (a lock beside it, held for the process's life)."""
 
     def __init__(self, sealer: Sealer, path: Path) -> None:
         self.sealer = sealer
         self.path = path
         self._every: dict[str, dict[str, Any]] | None = None
+        self._lock: int | None = None
 
     @property
     def where(self) -> str:
@@ -150,11 +151,30 @@ class SealedFile(WholeFile):
         """Nothing to wait for: each change is written as it is made."""
 
     def check(self) -> None:
-        """Read the file now (at the start), rather than at the first sign-in's use.
+        """Take the file for this process and read it now (at the start), rather than at the first sign-in's
+        use: a second gateway keeping its sign-ins in the same file would write over the first's.
 
         Raises:
-            ConfigError: it cannot be read, or was sealed with another key.
+            ConfigError: another process has the file, or it cannot be read, or was sealed with another key.
         """
+        import fcntl
+
+        if self._lock is None:
+            lock = self.path.with_name(self.path.name + ".lock")
+            try:
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+            except OSError as exc:
+                raise ConfigError(f"cannot lock the sign-ins in {str(self.path)!r}: {exc.strerror or exc}") from None
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(descriptor)
+                raise ConfigError(
+                    f"the sign-ins in {str(self.path)!r} are kept by another gateway already: give this one its"
+                    " own XDG_CONFIG_HOME, or share the sign-ins through --redis"
+                ) from None
+            self._lock = descriptor
         self._read()
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -178,7 +198,7 @@ class SealedFile(WholeFile):
 
     def _write(self, every: dict[str, dict[str, Any]]) -> None:
         try:
-            write_private(self.path, self.sealer.seal(json.dumps(every).encode()))
+            write_private(self.path, self.sealer.seal(json.dumps(every).encode()), durable=True)
         except OSError as exc:
             raise ConfigError(f"cannot keep the sign-ins in {str(self.path)!r}: {exc.strerror or exc}") from None
 

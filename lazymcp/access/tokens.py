@@ -153,7 +153,7 @@ class TokenStore(WholeFile):
         """Write the whole file at once: a new file of mode 0600, moved into place."""
         path = self._path()
         try:
-            write_private(path, json.dumps(every).encode())
+            write_private(path, json.dumps(every).encode(), durable=True)
         except OSError as exc:
             raise ConfigError(f"cannot keep the sign-in in {str(path)!r}: {exc.strerror or exc}") from None
 

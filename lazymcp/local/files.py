@@ -94,10 +94,12 @@ def read_private(path: Path, limit: int) -> bytes | None:
     return raw if len(raw) <= limit else None
 
 
-def write_private(path: Path, blob: bytes) -> None:
+def write_private(path: Path, blob: bytes, *, durable: bool = False) -> None:
     """Put ``blob`` in file ``path`` whole: written to a new file of a random name beside it (created
     exclusively, without following a link, mode 0600), then renamed into place, which replaces a link at
-    ``path`` itself, never what it points to. The directory is made (0700) if missing.
+    ``path`` itself, never what it points to. The directory is made (0700) if missing. ``durable``: for what
+    cannot be computed again (sign-ins), the new file is synced to disk before the rename and the directory
+    after it, so that a crash leaves the old file or the new one, never an empty one.
 
     Raises:
         OSError: the directory cannot be made, or the file cannot be written.
@@ -107,7 +109,16 @@ def write_private(path: Path, blob: bytes) -> None:
     try:
         with os.fdopen(descriptor, "wb") as out:
             out.write(blob)
+            if durable:
+                out.flush()
+                os.fsync(out.fileno())
         os.replace(partial, path)
     except BaseException:
         Path(partial).unlink(missing_ok=True)
         raise
+    if durable:
+        directory = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)

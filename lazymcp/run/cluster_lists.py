@@ -10,7 +10,8 @@ manifests in Redis (``warm``): warm, without starting a server.
   read); ``<key>`` is the store's key of the server (a hash of how it is started).
 - ``lazymcp:lists``: the channel; each message names the instance, the key, and the server's
   ``notifications/prompts/list_changed`` or ``.../resources/list_changed`` that made it be written
-  (``changed``; only those two are taken).
+  (``changed``; only those two are taken). A message of ``sign_in`` instead tells of a principal's sign-in
+  done or forgotten on its instance, sealed (``lazymcp.run.people_redis``): it is handed to ``on_sign_in``.
 
 A manifest is sent only when its bytes changed, and a manifest received is never sent again (the
 sessions take its tools without saving them), so instances do not echo each other. Changes of one
@@ -41,6 +42,8 @@ CHANNEL = "lazymcp:lists"
 MANIFEST_PREFIX = "lazymcp:manifest:"
 MANIFEST_TTL = 30 * 24 * 3600
 """Seconds a manifest stays in Redis without being written again."""
+WAIT = 2.0
+"""Seconds one write to Redis takes at most."""
 LISTEN_WAIT = 1.0
 """Seconds one wait for a message on the channel lasts (then the next, or a reconnection)."""
 
@@ -86,6 +89,21 @@ class SharedLists:
         """A server's manifest and changes held until ``CHANGE_EVERY`` has passed since the last sent."""
         self.on_error: Callable[[BaseException], None] = lambda _exc: None
         self.errors: tuple[type[BaseException], ...] = (OSError,)
+        self.on_sign_in: Callable[[str], None] = lambda sealed: None
+        """Told of each sign-in change another instance announces (``tell_sign_in``), as it was sealed."""
+
+    async def tell_sign_in(self, sealed: str) -> bool:
+        """Announce a sign-in change (sealed by ``lazymcp.run.people_redis``) to the other instances; whether
+        Redis took it (within ``WAIT``)."""
+        if self.redis is None:
+            return False
+        note = orjson.dumps({"instance": self.instance, "sign_in": sealed})
+        try:
+            await asyncio.wait_for(self.redis.publish(CHANNEL, note), WAIT)  # pyright: ignore[reportUnknownMemberType]
+        except self.errors as exc:
+            self.on_error(exc)
+            return False
+        return True
 
     def saved(self, key: str, blob: bytes, changed: Sequence[str] = ()) -> None:
         """The store wrote a manifest (``ManifestStore.on_saved``): sent on when its bytes are new, or it
@@ -172,6 +190,10 @@ class SharedLists:
             return
         note = cast(dict[str, object], note)
         if note.get("instance") == self.instance:
+            return
+        sign_in = note.get("sign_in")
+        if isinstance(sign_in, str):
+            self.on_sign_in(sign_in)
             return
         key = note.get("key")
         entry = self.servers.get(key) if isinstance(key, str) else None

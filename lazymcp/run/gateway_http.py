@@ -90,7 +90,7 @@ def serve_http(
         if peers is not None:
             from lazymcp.run.people_redis import share
 
-            share(people, peers.redis, peers.advertise)
+            share(people, peers.redis, peers.advertise, peers.lists)
         people.changed = fresh_sessions(front)
     if reload is not None:
         from lazymcp.run.reload import Reloader

@@ -29,7 +29,7 @@ import re
 import secrets
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
@@ -122,8 +122,11 @@ class People:
         """The sign-ins of each principal that have not reached the authorization server yet."""
         self.running: set[asyncio.Task[None]] = set()
         self.changed: Callable[[str, str, bool], None] = lambda principal, server, signed_in: None
-        """Told of each sign-in done (True) or forgotten (False): the principal's key and the server
-        (``fresh_sessions``)."""
+        """Told of each sign-in done (True) or forgotten (False), here or on another instance: the principal's
+        key and the server (``fresh_sessions``)."""
+        self.tell: Callable[[str, str, bool], Awaitable[object]] | None = None
+        """Tells the other instances (``--redis``) of a sign-in done or forgotten here
+        (``lazymcp.run.people_redis.share``); None: this one alone."""
         link = re.escape(f"{self.public_url}/connect/").encode()
         self._links = re.compile(rb"sign in(?: again)? at " + link + rb"([A-Za-z0-9._~%-]+)")
         """The gateway's own sign-in lines (``how``): a link elsewhere in an answer (a page a tool fetched)
@@ -137,6 +140,13 @@ class People:
         """
         if isinstance(self.store, SealedFile):
             self.store.check()
+
+    async def done(self, principal: str, server: str, signed_in: bool) -> None:
+        """A sign-in of ``principal`` to ``server`` done (True) or forgotten (False) here, and written: this
+        instance's sessions are told (``changed``), and the other instances'."""
+        self.changed(principal, server, signed_in)
+        if self.tell is not None:
+            await self.tell(principal, server, signed_in)
 
     @property
     def redirect_uri(self) -> str:
@@ -229,9 +239,9 @@ class People:
         """A ticket's link: the browser is sent to sign in."""
         server = request.path_params["server"]
         read = read_ticket(self.sealer, request.query_params.get("ticket", ""), server)
-        if read is None or not await self.used.first(read[1]):
-            text = "This link is not valid: it was used already, it expired, or it is for another server."
-            return page(403, f"{text} Call the tool again for a new one.")
+        refused = "This link is not valid: it was used already, it expired, or it is for another server."
+        if read is None:
+            return page(403, f"{refused} Call the tool again for a new one.")
         principal = read[0]
         entry = self._entry(server)
         if entry is None:
@@ -242,8 +252,10 @@ class People:
             return page(503, "Too many sign-ins of yours under way: finish one, or try again in a few minutes.")
         given = request.cookies.get(BROWSER, "")
         browser = given if 32 <= len(given) <= 64 and given.isascii() else secrets.token_urlsafe(32)
-        self.starting[principal] += 1
+        self.starting[principal] += 1  # counted before the ticket is spent: the caps hold across its wait
         try:
+            if not await self.used.first(read[1]):  # spent last: a link refused above may be opened again
+                return page(403, f"{refused} Call the tool again for a new one.")
             url = await Flow(self, entry, principal, browser).begin()
         except UpstreamError as exc:
             return page(502, f"The sign-in to {server} could not start: {exc.message}")
@@ -303,7 +315,8 @@ class People:
             except UpstreamError:
                 pass  # forgotten here all the same
         forgotten = self.store.drop(kept.key)
-        self.changed(principal, server, False)
+        await self.store.settled()  # gone from where the other instances fetch it before they are told
+        await self.done(principal, server, False)
         return PlainTextResponse(
             f"signed out of {server}" if forgotten else f"not signed in to {server}", 200, headers=PRIVATE
         )

@@ -57,7 +57,6 @@ class Signings(Protocol):
     store: Sealed
     flows: dict[str, Flow]
     running: set[asyncio.Task[None]]
-    changed: Callable[[str, str, bool], None]
 
     @property
     def redirect_uri(self) -> str: ...
@@ -65,6 +64,8 @@ class Signings(Protocol):
     def how(self, server: str, again: bool = False) -> str: ...
 
     async def note(self, state: str) -> None: ...
+
+    async def done(self, principal: str, server: str, signed_in: bool) -> None: ...
 
 
 class Elsewhere(Protocol):
@@ -138,7 +139,7 @@ class Flow:
 
         await sign_in(self.entry, kept, people.redirect_uri, redirect, callback)
         await people.store.settled()
-        people.changed(self.principal, self.entry.name, True)
+        await people.done(self.principal, self.entry.name, True)
 
 
 class SignedIn:

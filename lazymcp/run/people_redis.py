@@ -8,6 +8,10 @@ server's redirect may come back to any of them.
 - ``UsedInRedis``: a used ticket is noted once with ``SET NX`` for as long as it would be valid.
 - ``Callbacks``: the instance a sign-in is under way on is noted under a hash of its ``state``; a callback
   that comes to another instance is sent on to it (``FORWARDED_HEADER`` keeps it from going further).
+- ``share``: a sign-in done or forgotten on one instance is announced, sealed, on the channel the instances
+  tell each other their servers' lists on (``lazymcp.run.cluster_lists``); every other instance forgets what
+  it last fetched of it and ends the principal's sessions that hold the server (``People.changed``), so a
+  sign-out takes effect on all of them, not at the next refusal of the old token.
 
 Every call to Redis is bounded (``lazymcp.run.redis_link``); Redis out of reach refuses a ticket (it
 cannot be told unused) and leaves a connection without the sign-in (it asks for one again).
@@ -27,18 +31,25 @@ from starlette.responses import Response
 from lazymcp.access.sealed import TICKET_LIFE, Sealer
 from lazymcp.run.forward import FORWARDED_HEADER
 from lazymcp.run.notices import say
-from lazymcp.run.people_flow import FINISH_WAIT
+from lazymcp.run.people_flow import FINISH_WAIT, page
 from lazymcp.run.redis_link import REDIS_ERRORS, REDIS_WAIT
+from lazymcp.run.signin import key_of
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
+    from lazymcp.run.cluster_lists import SharedLists
     from lazymcp.run.people import People
 
 SIGN_INS = "lazymcp:sign-ins"
 USED = "lazymcp:ticket-used:"
 STATE = "lazymcp:sign-in-state:"
 WAIT = REDIS_WAIT * 2
+ANSWER_LIMIT = 64 * 1024
+"""Bytes of a page another instance answers a callback sent on to it with (its own pages are a few hundred)."""
+LIMIT_SAID = "64 KiB"
+NOTE_LIFE = 60.0
+"""Seconds an announced sign-in change is taken for news: an older one (replayed) is ignored."""
 
 
 def _hashed(text: str) -> str:
@@ -73,6 +84,10 @@ class SealedRedis:
     def put(self, key: str, value: dict[str, Any]) -> None:
         self._known[key] = value
         self._later(self.redis.hset(SIGN_INS, _hashed(key), self.sealer.seal(json.dumps(value).encode())))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+
+    def forget(self, key: str) -> None:
+        """Forget what was last fetched under ``key`` (dropped by another instance)."""
+        self._known.pop(key, None)
 
     def drop(self, key: str) -> bool:
         self._later(self.redis.hdel(SIGN_INS, _hashed(key)))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
@@ -142,16 +157,51 @@ class Callbacks:
         headers[FORWARDED_HEADER] = "callback"
         url = f"{owner.decode()}{request.url.path}?{request.url.query}"
         try:
-            async with httpx2.AsyncClient(timeout=FINISH_WAIT + 10, trust_env=False) as client:
-                answer = await client.get(url, headers=headers)
+            async with (
+                httpx2.AsyncClient(timeout=FINISH_WAIT + 10, trust_env=False) as client,
+                client.stream("GET", url, headers=headers) as answer,
+            ):
+                body = bytearray()
+                async for chunk in answer.aiter_bytes():
+                    body += chunk
+                    if len(body) > ANSWER_LIMIT:
+                        return page(502, f"The instance this sign-in is under way on answered over {LIMIT_SAID}.")
         except httpx2.HTTPError:
             return None
         kept = {k: v for k, v in answer.headers.items() if k in ("content-type", "cache-control", "referrer-policy")}
-        return Response(answer.content, status_code=answer.status_code, headers=kept)
+        return Response(bytes(body), status_code=answer.status_code, headers=kept)
 
 
-def share(people: People, redis: Redis, advertise: str) -> None:
-    """``people``'s sign-ins, tickets and callbacks, shared through ``redis`` with the other instances."""
-    people.store = SealedRedis(people.sealer, redis)
+def share(people: People, redis: Redis, advertise: str, lists: SharedLists | None = None) -> None:
+    """``people``'s sign-ins, tickets and callbacks, shared through ``redis`` with the other instances; each
+    sign-in done or forgotten announced on ``lists``' channel, and each one announced there taken."""
+    store = people.store = SealedRedis(people.sealer, redis)
     people.used = UsedInRedis(redis)
     people.callbacks = Callbacks(redis, advertise)
+    if lists is None:
+        return
+    sealer = people.sealer
+
+    async def tell(principal: str, server: str, signed_in: bool) -> None:
+        note = json.dumps(["sign-in", principal, server, signed_in]).encode()
+        await lists.tell_sign_in(sealer.seal(note).decode())
+
+    def heard(sealed: str) -> None:
+        opened = sealer.open(sealed.encode(), NOTE_LIFE) if sealed.isascii() else None
+        try:
+            note: object = json.loads(opened) if opened is not None else None
+        except ValueError:
+            return
+        if not isinstance(note, list) or len(cast(list[object], note)) != 4:
+            return
+        kind, principal, server, signed_in = cast(list[object], note)
+        if kind != "sign-in" or not isinstance(principal, str) or not isinstance(server, str):
+            return
+        entry = next((e for e in people.entries() if e.name == server), None)
+        if entry is None or not isinstance(signed_in, bool):
+            return
+        store.forget(key_of(entry, principal))  # fetched anew when a connection to the server starts
+        people.changed(principal, server, signed_in)
+
+    people.tell = tell
+    lists.on_sign_in = heard

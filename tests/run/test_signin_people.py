@@ -43,10 +43,12 @@ KEY = "k" * 8 + "an-ample-secret-of-the-gateway-0123456789"
 
 
 @asynccontextmanager
-async def upstream(expiry: int = 300) -> AsyncIterator[str]:
-    """The upstream as a process, its access tokens lasting ``expiry`` seconds; yields its base URL."""
+async def upstream(expiry: int = 300, *, revokes: bool = True) -> AsyncIterator[str]:
+    """The upstream as a process, its access tokens lasting ``expiry`` seconds (``revokes``: with a revocation
+    endpoint); yields its base URL."""
     port = free_port()
     command = [sys.executable, str(SERVERS / "people_upstream.py"), str(port), str(expiry)]
+    command += [] if revokes else ["no-revoke"]
     async with await anyio.open_process(command, stdout=None, stderr=None) as process:
         try:
             await until_listening(port, process)

@@ -30,6 +30,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 PORT = int(sys.argv[1])
 EXPIRY = int(sys.argv[2])
+REVOKES = sys.argv[3:4] != ["no-revoke"]
+"""``people_upstream.py PORT EXPIRY no-revoke``: no revocation endpoint (a revoked sign-in's tokens stay good)."""
 BASE = f"http://127.0.0.1:{PORT}"
 
 
@@ -127,7 +129,7 @@ auth = AuthSettings(
     resource_server_url=f"{BASE}/mcp",  # type: ignore[arg-type]
     validate_token_resource=False,
     client_registration_options=ClientRegistrationOptions(enabled=True),
-    revocation_options=RevocationOptions(enabled=True),
+    revocation_options=RevocationOptions(enabled=REVOKES),
 )
 server = MCPServer("people", auth_server_provider=cast(Any, provider), auth=auth)
 

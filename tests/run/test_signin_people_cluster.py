@@ -1,0 +1,116 @@
+"""A principal who signs out on one instance of a cluster (``--redis``) is signed out on every instance: a
+session it holds on another, which reaches the upstream with the old access token, ends, and its next call
+there asks it to sign in. The upstream has no revocation endpoint, so the old token stays good at the
+upstream: only the instances can stop using it. Two real gateway processes, a real Redis, real HTTP.
+
+A callback sent on to the instance its sign-in is under way on takes a bounded answer from it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+
+from ..conftest import free_port, until
+from ..raw import open_session, post, tool_call
+from ..services import instance, needs_redis, redis_server
+from .test_signin_people import BOUND, TOKENS, Team, follow, upstream
+
+
+@needs_redis
+@pytest.mark.anyio
+async def test_a_sign_out_on_one_instance_ends_the_principal_s_sessions_of_the_server_on_the_others(
+    tmp_path: Path,
+) -> None:
+    redis_port, other = free_port(), free_port()
+    alice = {"Authorization": f"Bearer {TOKENS['alice']}"}
+    with anyio.fail_after(BOUND):
+        async with upstream(revokes=False) as base, redis_server(redis_port):
+            team = Team(tmp_path, base)
+            flags = team.command()[team.command().index("--token-file") :]
+            first = instance(team.config, tmp_path / "a", team.port, redis_port, flags, team.env)
+            second = instance(team.config, tmp_path / "b", other, redis_port, flags, team.env)
+            async with first, second, httpx2.AsyncClient(trust_env=False, timeout=60) as browser:
+                done = await browser.get(await follow(browser, await team.link("alice"), "alice"))
+                assert done.status_code == 200, done.text
+                await team.reaches_upstream_as("alice", other)
+                session = await open_session(other, alice)
+                answers: list[tuple[int, str]] = []
+
+                async def answer() -> tuple[int, str]:
+                    status, said = await post(other, tool_call(len(answers) + 2, "people__whoami"), session)
+                    answers.append((status, json.dumps(said)))
+                    return answers[-1]
+
+                async def as_alice() -> bool:
+                    return "you are alice" in (await answer())[1]
+
+                await until(as_alice, within=60, what="alice's session on the second instance to reach the upstream")
+                signed_out = await browser.delete(f"{team.public}/connect/people", headers=alice)
+                assert signed_out.status_code == 200 and "signed out of people" in signed_out.text
+
+                async def ended() -> bool:
+                    return not await as_alice()
+
+                try:
+                    await until(ended, within=30, what="alice's session on the second instance to end")
+                except pytest.fail.Exception:
+                    pytest.fail(f"the second instance kept using alice's old token: {answers[-1:]}")
+                assert answers[-1][0] == 404, answers[-1]  # the session ended: a client opens a new one
+                again = await team.call("alice", other)
+    assert f"sign in at {team.public}/connect/people?ticket=" in again, again
+
+
+class Huge(BaseHTTPRequestHandler):
+    """An instance gone wrong (or a stranger's server noted in Redis as one): a page of 4 MiB."""
+
+    def do_GET(self) -> None:
+        body = b"x" * (4 * 1024 * 1024)
+        self.send_response(200)
+        self.send_header("content-type", "text/html")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@needs_redis
+@pytest.mark.anyio
+async def test_a_callback_sent_on_to_another_instance_takes_a_bounded_answer_from_it(tmp_path: Path) -> None:
+    """A callback whose sign-in Redis says is under way on another instance is sent on to it; an answer past
+    the bound is refused with one line, not relayed."""
+    from redis import Redis
+
+    from lazymcp.run.people_redis import STATE
+
+    redis_port, peer_port = free_port(), free_port()
+    peer = ThreadingHTTPServer(("127.0.0.1", peer_port), Huge)
+    threading.Thread(target=peer.serve_forever, daemon=True).start()
+    try:
+        with anyio.fail_after(BOUND):
+            async with redis_server(redis_port):
+                team = Team(tmp_path, "http://127.0.0.1:1")
+                flags = team.command()[team.command().index("--token-file") :]
+                Redis(port=redis_port).set(
+                    STATE + hashlib.sha256(b"elsewhere").hexdigest(), f"http://127.0.0.1:{peer_port}"
+                )
+                async with (
+                    instance(team.config, tmp_path / "a", team.port, redis_port, flags, team.env),
+                    httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+                ):
+                    answer = await browser.get(
+                        f"{team.public}/oauth/callback", params={"state": "elsewhere", "code": "c"}
+                    )
+    finally:
+        peer.shutdown()
+        peer.server_close()
+    assert answer.status_code == 502 and len(answer.content) < 1024, (answer.status_code, len(answer.content))
+    assert "answered over 64 KiB" in answer.text, answer.text
