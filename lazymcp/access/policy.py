@@ -39,15 +39,18 @@ _TOKEN_NAME = re.compile(r"[A-Za-z0-9_.@+\-]+")
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who a request comes from. Two requests of one principal compare equal (a session is bound to it);
-    ``claims`` and ``token`` take no part in that, since a renewed token's times and id differ."""
+    """Who a request comes from. Two requests of one principal compare equal (a session is bound to it,
+    its sessions share its servers and its ``--max-sessions-per-principal``): its token's name, or its
+    issuer, client and subject, as ``key``. ``scopes``, ``claims`` and ``token`` take no part in that: a
+    renewed token's times and id differ, and a person's tokens of other scopes (a client may ask for
+    fewer) are still that person, granted by the scopes of each request's own token."""
 
     name: str | None = None
     """The bearer token's name (``name: token`` in the token file; ``default`` for a bare token)."""
     client: str | None = None
     issuer: str | None = None
     subject: str | None = None
-    scopes: frozenset[str] = frozenset()
+    scopes: frozenset[str] = field(default=frozenset(), compare=False, hash=False)
     claims: Mapping[str, object] = field(default_factory=lambda: {}, compare=False, hash=False)
     token: str | None = field(default=None, compare=False, hash=False, repr=False)
     """The OAuth access token the request came with, for token exchange (``lazymcp.access.exchange``) only:

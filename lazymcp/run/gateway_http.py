@@ -55,8 +55,9 @@ def serve_http(
     reload: tuple[Files, Callable[[Launch], None]] | None = None,
 ) -> int:
     """Serve the gateway's clients at ``/mcp`` until a signal; the exit status. ``cores(principal, grant)``
-    builds a core: a session's for its principal (grant None: the principal's own), or, with no principal,
-    one of the grant's, whose tools and listing the status shows. With ``reload`` (the files, and the check
+    builds a core: a session's for its principal and the grant its opening request earned (``cores`` is
+    also what grants each request: ``front.grants``), or, with no principal, one of the grant's, whose
+    tools and listing the status shows. With ``reload`` (the files, and the check
     a configuration read again must pass), the files are read again on SIGHUP and as they change
     (``lazymcp.run.reload``)."""
     from lazymcp.run.http_front import IDLE_SECONDS, HttpFront
@@ -69,7 +70,7 @@ def serve_http(
     recent = Recent()
     observe.watch(recent)  # before any session's core: each then reports its calls
     front = HttpFront(
-        lambda principal: cores(principal, None),  # each session its own core
+        cores,  # each session its own core, built with the grant its opening request earned
         front_of.limits,
         front_of.http[0],
         allow_hosts=front_of.allow_hosts,

@@ -87,11 +87,12 @@ IDLE_SECONDS = 30 * 60
 
 class HttpFront:
     """The ``/mcp`` endpoint in front of the sessions: each a ``Driver`` over a core ``make_core`` builds for
-    the principal that opens it (``lazymcp.access.policy.Principal``)."""
+    the principal that opens it (``lazymcp.access.policy.Principal``) and the grant its opening request
+    earned (``grants``: asked once for that request, None when the front grants no one anything apart)."""
 
     def __init__(
         self,
-        make_core: Callable[[Principal], Core],
+        make_core: Callable[[Principal, object], Core],
         limits: Limits,
         host: str,
         *,
@@ -251,7 +252,7 @@ class HttpFront:
         connector = self._connector(principal, lambda: subject(side))  # the token of its latest request
         side = HttpSession(
             lambda sink: Driver(
-                self.make_core(principal),
+                self.make_core(principal, grant),  # the grant this request was looked up for
                 sink if self.outgoing is None else self.outgoing(principal, sink),
                 store=self.store,
                 **connector,

@@ -72,7 +72,7 @@ def run_proxy(
     if warning is not None:
         say("proxy", warning)
     front = HttpFront(
-        lambda _principal: proxy_core(upstream, options, limits),
+        lambda _principal, _grant: proxy_core(upstream, options, limits),
         limits,
         host,
         allow_hosts=allow_hosts,

@@ -41,7 +41,7 @@ from lazymcp.gateway.reconfigure import reconfigure, regrant, settle
 from lazymcp.local.files import read_private
 from lazymcp.protocol.errors import ConfigError
 from lazymcp.run.http_grants import refiled
-from lazymcp.run.notices import plural, say
+from lazymcp.run.notices import LOGGER, plural, say
 
 if TYPE_CHECKING:
     from lazymcp.access.ratelimit import Limiter
@@ -91,8 +91,9 @@ def fingerprint(path: str) -> Fingerprint:
 
 class Cores:
     """How the HTTP front builds each session's core, from the configuration in force: for the principal
-    that opens it (grant None: the principal's own), over one catalog for each grant while its manifests
-    last; with no principal, a core of the grant's (None: every tool), which nothing starts (the status)."""
+    that opens it, with the grant its opening request earned (the one lookup of the policy that request
+    makes, ``grant``), over one catalog for each grant while its manifests last; with no principal, a core
+    of the grant's (None: every tool), which nothing starts (the status)."""
 
     def __init__(self, launch: Launch, store: ManifestStore, seed: Seed | None, limiter: Limiter | None) -> None:
         self.launch = launch
@@ -101,15 +102,26 @@ class Cores:
         self.seeds: dict[Grant | None, Seed | None] = {None: seed}
 
     def grant(self, principal: Principal | None) -> Grant | None:
-        """What the policy in force grants ``principal`` (None: no policy, every tool)."""
+        """What the policy in force grants ``principal`` (None: no policy, every tool); each lookup is one
+        line at the debug level."""
         policy = self.launch.config.access
-        return None if policy is None else policy.grant(principal or ANONYMOUS)
+        if policy is None:
+            return None
+        who = principal or ANONYMOUS
+        found = policy.grant(who)
+        if LOGGER.isEnabledFor(logging.DEBUG):
+            granted = f"allow {', '.join(found.allow)}" + (f"; deny {', '.join(found.deny)}" if found.deny else "")
+            say(
+                "gateway", f"the policy grants {who.describe()}: {granted if found.allow else 'nothing'}", logging.DEBUG
+            )
+        return found
 
-    def __call__(self, principal: Principal | None, grant: Grant | None) -> Gateway:
+    def __call__(self, principal: Principal | None, grant: object) -> Gateway:
+        """A session's core, for ``principal`` and the ``grant`` its opening request earned; with no
+        principal, the core of ``grant`` (``Grant``, or None: every tool)."""
         from lazymcp.run.gateway_build import build_gateway
 
-        if principal is not None:
-            grant = self.grant(principal)
+        grant = cast("Grant | None", grant)
         seed = self.seeds.get(grant)
         core = build_gateway(
             self.launch, self.store, seed, grant, principal=principal or ANONYMOUS, limiter=self.limiter

@@ -219,3 +219,22 @@ async def test_a_deny_of_a_tool_named_get_1_denies_it_over_http(tmp_path: Path) 
     assert carol == ([True, True, True], [True, True, True])  # each tool is there to be denied
     assert alice == ([False, False, True], [False, False, True])
     assert bob == ([False, True, True], [False, True, True])
+
+
+@pytest.mark.anyio
+async def test_a_person_with_tokens_of_other_scopes_is_still_one_principal(tmp_path: Path) -> None:
+    """ada's two tokens differ only in their scopes (a client may ask its issuer for fewer): at
+    ``--max-sessions-per-principal 1`` her session of one token ends her session of the other, and each
+    token may use the session the other opened."""
+    port = free_port()
+    with running_issuer(free_port(), mcp_url(port)) as issuer:
+        issuer.tokens["good-more"] = {**issuer.tokens["good"], "scope": "mcp:tools profile email"}
+        flags = ["--oauth-issuer", issuer.url, "--max-sessions-per-principal", "1"]
+        env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache"), **SECRETS}
+        async with listening(gateway_command(config(tmp_path), port, *flags), port, env=env, stderr=None):
+            with anyio.fail_after(TIMEOUT * 2):
+                first = await open_session(port, {"Authorization": "Bearer good"})
+                second = await open_session(port, {"Authorization": "Bearer good-more"})
+                ended, _ = await post(port, request(3, "ping"), first)
+                crossed, _ = await post(port, request(3, "ping"), {**second, "Authorization": "Bearer good"})
+    assert ended == 404 and crossed == 200
