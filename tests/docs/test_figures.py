@@ -16,9 +16,9 @@ def test_what_you_will_see_is_what_lazymcp_stats_prints() -> None:
 
 
 def test_the_gateway_example_is_what_stats_prints_over_the_five_servers() -> None:
-    lacking = figures.five_servers.missing()
+    lacking = figures.FIVE_SERVERS.missing()
     if lacking is not None:
-        pytest.skip(lacking)
+        pytest.skip(f"{lacking}; tests/gateway/test_gateway.py installs them")
     assert figures.GATEWAY.of() == figures.gateway_stats(), "run: python -m tests.docs.figures"
 
 
