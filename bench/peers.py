@@ -716,13 +716,15 @@ def load_average() -> list[float]:
         return []
 
 
-def attempt(run: Run, label: str, action: Callable[[], Any]) -> Any:
+def attempt(run: Run, label: str, action: Callable[[], Any], into: dict[str, Any], key: str) -> None:
+    """``into[key]``: what ``action`` measures (None if it failed, the reason in the run's failures), saved
+    at once with the run's other figures."""
     try:
-        return action()
+        into[key] = action()
     except Exception as exc:  # a peer that fails is named with its reason, and the run goes on
         run.failures[label] = f"{type(exc).__name__}: {str(exc)[:300]}"
         print(f"  {label}: failed: {run.failures[label]}", file=sys.stderr)
-        return None
+        into[key] = None
     finally:
         run.checkpoint()
 
@@ -770,31 +772,23 @@ def measure(
             run.sections[f"listing_{size}"] = section
             if wanted("direct"):
                 listing = partial(direct_listing, servers, env, STARTUP_S)
-                section["direct"] = attempt(run, f"direct, {size} servers", listing)
+                attempt(run, f"direct, {size} servers", listing, section, "direct")
             for front in stdio_fronts:
-                section[front.name] = attempt(
-                    run,
-                    f"{front.name}, {size} servers",
-                    partial(startup, front, configs[size], env, repeats[size], STARTUP_S),
-                )
+                starts = partial(startup, front, configs[size], env, repeats[size], STARTUP_S)
+                attempt(run, f"{front.name}, {size} servers", starts, section, front.name)
             if mcp_proxy is not None:
-                section[mcp_proxy.name] = attempt(
-                    run,
-                    f"{mcp_proxy.name}, {size} servers",
-                    partial(mcp_proxy_listing, mcp_proxy, root, servers, STARTUP_S),
-                )
+                lists = partial(mcp_proxy_listing, mcp_proxy, root, servers, STARTUP_S)
+                attempt(run, f"{mcp_proxy.name}, {size} servers", lists, section, mcp_proxy.name)
             if contextforge:
-                section[CONTEXTFORGE] = attempt(
-                    run, f"{CONTEXTFORGE}, {size} servers", partial(contextforge_listing, root, servers, STARTUP_S)
-                )
+                lists = partial(contextforge_listing, root, servers, STARTUP_S)
+                attempt(run, f"{CONTEXTFORGE}, {size} servers", lists, section, CONTEXTFORGE)
         everything = real["everything"]
         direct = [everything["command"], *everything["args"]]
         if "calls" in only:
             print("tools/call over stdio", file=sys.stderr)
             rounds, budget = (50, 20.0) if quick else (500, 90.0)
-            run.sections["calls"] = attempt(
-                run, "tools/call", partial(calls, stdio_fronts, configs["5"], direct, env, rounds, budget)
-            )
+            timed = partial(calls, stdio_fronts, configs["5"], direct, env, rounds, budget)
+            attempt(run, "tools/call", timed, run.sections, "calls")
         if "http" in only:
             print("50 clients over HTTP", file=sys.stderr)
             http_fronts = [*fronts, *([mcp_proxy] if mcp_proxy else [])]
@@ -808,26 +802,16 @@ def measure(
                 direct=wanted("direct"),
                 contextforge=contextforge,
             )
-            run.sections["http"] = attempt(run, "HTTP load", load)
+            attempt(run, "HTTP load", load, run.sections, "http")
         searching: dict[str, Any] = {}
+        if "search" in only:
+            run.sections["search"] = searching
         for front in fronts if "search" in only else ():
             print(f"search on the dev set: {front.name}", file=sys.stderr)
             if front.search is not None and QUERIES.exists():
-                searching[front.name] = attempt(
-                    run,
-                    f"{front.name} search",
-                    partial(
-                        search_quality,
-                        front,
-                        configs["30"],
-                        {**env, "LAZYMCP_CACHE_DIR": str(root / "search")},
-                        list(catalogs),
-                        quick,
-                    ),
-                )
-        if "search" in only:
-            run.sections["search"] = searching
-            run.checkpoint()
+                search_env = {**env, "LAZYMCP_CACHE_DIR": str(root / "search")}
+                ranked = partial(search_quality, front, configs["30"], search_env, list(catalogs), quick)
+                attempt(run, f"{front.name} search", ranked, searching, front.name)
     return run.results()
 
 
