@@ -4,8 +4,9 @@ Each peer is installed, pinned, into its own environment under ``.cache/peers`` 
 and put in front of the same servers as ``lazymcp gateway``:
 
 - five real servers: server-everything, server-memory and server-filesystem (npm), mcp-server-time and
-  mcp-server-git (PyPI), pinned and given their arguments as the tests give them (``tests/five_servers.py``:
-  the time server in zone ``UTC``, so that its tool text is the same on every machine);
+  mcp-server-git (PyPI), pinned and given their arguments by ``tests/five_servers.py``, as the tests and
+  docs/gateway.md's ``stats`` example have them (the time server in zone ``UTC``, so that its tool text is
+  the same on every machine), installed under ``.cache``;
 - thirty servers: the 30 captured catalogs of ``../shared/catalogs`` (954 tools), each served by
   ``lazymcp serve --catalog FILE --mode eager`` (its full tools to every client, as the real server
   would list them).
@@ -13,7 +14,9 @@ and put in front of the same servers as ``lazymcp gateway``:
 Measured in one run, each peer beside lazymcp and beside the servers themselves (``direct``):
 
 - the tokens of what a stock client's model sees of the listing (cl100k, each tool's name,
-  description and input schema; ``lazymcp.tools.tokens``);
+  description and input schema; ``lazymcp.tools.tokens``): one list for a front, and for servers a
+  client reaches one by one (``direct``, mcp-proxy) each server's list counted and added, as
+  ``lazymcp stats --config`` counts them (``ListingSize.of_servers``);
 - spawn to the first ``tools/list`` answer, raw JSON-RPC over stdio, cold (lazymcp: an empty manifest
   cache) and warm (lazymcp: the manifests of the cold run; the others keep nothing between runs);
 - the resident memory of the front and every process under it after that listing;
@@ -25,9 +28,11 @@ Measured in one run, each peer beside lazymcp and beside the servers themselves 
 - search Recall@5 and MRR on the dev set (``../shared/evals``) for each peer that offers search,
   through its own search tool over the 30 servers (20 names requested).
 
-It writes ``bench/PEERS.md`` (versions, date, machine) and the table between the ``peers`` markers of
+It writes ``bench/PEERS.md`` (versions, date, machine, and the machine's load at the start and end of each
+run, since others may share it) and the table between the ``peers`` markers of
 ``docs/compatibility.md``; a peer that failed to install or run is named with the reason. Not part of the test
-suite; ``tests/docs/test_bench.py`` checks that the docs' table is the one in ``PEERS.md``.
+suite; ``tests/docs/test_bench.py`` checks that the docs' table is the one in ``PEERS.md``, and
+``tests/docs/test_figures.py`` that its five servers come to the tokens of docs/gateway.md's ``stats`` example.
 """
 
 from __future__ import annotations
@@ -55,11 +60,10 @@ from bench.proxy import CACHE as NPM_CACHE
 from bench.proxy import everything_command
 from lazymcp.tools.tokens import ListingSize
 from lazymcp.version import __version__
+from tests.five_servers import NPM_PACKAGES, PYPI_PACKAGES, Installs
 
 PEERS_DIR = ROOT / ".cache" / "peers"
-PY_SERVERS = ROOT / ".cache" / "py-servers"
-NPM_PACKAGES = ("@modelcontextprotocol/server-memory@2026.8.31", "@modelcontextprotocol/server-filesystem@2026.8.31")
-PYPI_SERVERS = ("mcp-server-time==2026.10.19", "mcp-server-git==2026.10.19")
+INSTALLS = Installs(NPM_CACHE, ROOT / ".cache" / "py-servers")
 QUERIES = SHARED / "evals" / "authored" / "queries.json"
 PEERS_MD = Path(__file__).with_name("PEERS.md")
 PEERS_DOC = ROOT / "docs" / "compatibility.md"
@@ -115,35 +119,22 @@ def peer_python(name: str) -> Path | str:
 
 def real_servers(root: Path) -> dict[str, dict[str, Any]] | str:
     """The five real servers as ``mcpServers`` entries (installed on first use), or why not."""
-    everything = everything_command()
-    if everything is None:
+    if everything_command() is None:
         return "node/npm or the npm registry is not available"
-    scope = NPM_CACHE / "node_modules" / "@modelcontextprotocol"
-    entries = {name: scope / f"server-{name}" / "dist" / "index.js" for name in ("memory", "filesystem")}
-    if not all(entry.exists() for entry in entries.values()):
-        command = ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(NPM_CACHE)]
+    if not all(INSTALLS.node_entry(name).exists() for name in ("memory", "filesystem")):
+        command = ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(INSTALLS.npm)]
         if subprocess.run([*command, *NPM_PACKAGES], capture_output=True, timeout=600).returncode != 0:
             return f"npm install {' '.join(NPM_PACKAGES)} failed"
-    bin_dir = PY_SERVERS / "bin"
-    if not (bin_dir / "mcp-server-git").exists():
-        subprocess.run([sys.executable, "-m", "venv", str(PY_SERVERS)], check=True, timeout=300)
-        pip = [str(bin_dir / "python"), "-m", "pip", "install", "-q", *PYPI_SERVERS]
+    marker = INSTALLS.python / "lazymcp-pins.json"
+    if not (marker.exists() and json.loads(marker.read_text()) == list(PYPI_PACKAGES)):
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(INSTALLS.python)], check=True, timeout=300)
+        pip = [str(INSTALLS.python / "bin" / "python"), "-m", "pip", "install", "-q", *PYPI_PACKAGES]
         if subprocess.run(pip, capture_output=True, timeout=900).returncode != 0:
-            return f"pip install {' '.join(PYPI_SERVERS)} failed"
+            return f"pip install {' '.join(PYPI_PACKAGES)} failed"
+        marker.write_text(json.dumps(list(PYPI_PACKAGES)))
     files = root / "files"
     files.mkdir(exist_ok=True)
-    node = everything[0]
-    return {
-        "everything": {"command": node, "args": everything[1:]},
-        "memory": {
-            "command": node,
-            "args": [str(entries["memory"])],
-            "env": {"MEMORY_FILE_PATH": str(root / "m.json")},
-        },
-        "filesystem": {"command": node, "args": [str(entries["filesystem"]), str(files)]},
-        "time": {"command": str(bin_dir / "mcp-server-time"), "args": ["--local-timezone", "UTC"]},
-        "git": {"command": str(bin_dir / "mcp-server-git"), "args": ["--repository", str(ROOT)]},
-    }
+    return INSTALLS.entries(files, root / "m.json", ROOT)
 
 
 def catalog_servers() -> dict[str, dict[str, Any]]:
@@ -271,6 +262,14 @@ def visible_tokens(tools: list[dict[str, Any]]) -> int:
     return ListingSize.of(tools).visible.tokens
 
 
+def servers_listed(listings: list[list[dict[str, Any]]]) -> dict[str, int]:
+    """The tools of servers a client lists one by one, and their tokens counted server by server."""
+    return {
+        "tools": sum(map(len, listings)),
+        "tokens": ListingSize.of_servers(listings).visible.tokens,
+    }
+
+
 class spawned:
     """A raw client of a spawned command, closed (and killed if need be) on leaving."""
 
@@ -311,14 +310,14 @@ def first_listing(command: list[str], env: dict[str, str], within: float) -> dic
 
 def direct_listing(servers: dict[str, dict[str, Any]], env: dict[str, str], within: float) -> dict[str, Any]:
     """Each server on its own: the tools a client connected to every one of them lists."""
-    tools: list[dict[str, Any]] = []
+    listings: list[list[dict[str, Any]]] = []
     rss = 0
     for entry in servers.values():
         with spawned([entry["command"], *entry.get("args", [])], {**env, **entry.get("env", {})}) as client:
             client.handshake(within)
-            tools += list_all(client, within)
+            listings.append(list_all(client, within))
             rss += tree_rss_kib(client.process.pid)[0]
-    return {"tools": len(tools), "tokens": visible_tokens(tools), "rss_kib": rss, "processes": len(servers)}
+    return {**servers_listed(listings), "rss_kib": rss, "processes": len(servers)}
 
 
 def startup(front: Front, config: Path, env: dict[str, str], repeats: int, within: float) -> dict[str, Any]:
@@ -604,21 +603,17 @@ def mcp_proxy_listing(front: Front, root: Path, servers: dict[str, dict[str, Any
 
     async def go() -> dict[str, Any]:
         await target.wait_listening()
-        tools: list[dict[str, Any]] = []
+        listings: list[list[dict[str, Any]]] = []
         tally = Tally()
         for number, server in enumerate(servers):
             client = LoadClient(number, f"http://{HOST}:{port}{front.path.format(server=server)}", "2025-11-25", tally)
             try:
                 await client.open()
                 _, answer = await client.post("tools/list", {}, within=within)
-                tools += answer["result"]["tools"]
+                listings.append(answer["result"]["tools"])
             finally:
                 await client.close()
-        return {
-            "ms": round((time.perf_counter() - started) * 1000),
-            "tools": len(tools),
-            "tokens": visible_tokens(tools),
-        }
+        return {"ms": round((time.perf_counter() - started) * 1000), **servers_listed(listings)}
 
     try:
         found = asyncio.run(go())
@@ -678,16 +673,30 @@ def found_names(answer: dict[str, Any], front: Front, servers: list[str]) -> lis
 @dataclass
 class Run:
     quick: bool
+    only: tuple[str, ...] = SECTIONS
     sections: dict[str, Any] = field(default_factory=dict[str, Any])
     failures: dict[str, str] = field(default_factory=dict[str, str])
     versions: dict[str, str] = field(default_factory=dict[str, str])
     save: Path | None = None
     """Where every figure goes as soon as it is measured (a long run stopped keeps what it had)."""
+    host: dict[str, Any] = field(default_factory=machine)
+    """The machine as the run started (its load then)."""
+    started: datetime = field(default_factory=partial(datetime.now, UTC))
+
+    def summary(self) -> str:
+        """When the run measured what, and the machine's load at its start and now (others share it)."""
+        now = datetime.now(UTC)
+        return (
+            f"{', '.join(self.only)}: {self.started:%Y-%m-%d %H:%M}-{now:%H:%M} UTC, load average (1, 5, 15 min) "
+            f"{self.host['loadavg_at_start']} at the start, {load_average()} at the end"
+        )
 
     def results(self) -> dict[str, Any]:
         return {
             "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-            "machine": machine(),
+            "machine": self.host,
+            "loadavg_at_end": load_average(),
+            "runs": [self.summary()],
             "quick": self.quick,
             "versions": {"lazymcp": __version__, **self.versions},
             "not_measured": NOT_MEASURED,
@@ -700,13 +709,22 @@ class Run:
             self.save.write_text(json.dumps(self.results(), indent=2))
 
 
-def attempt(run: Run, label: str, action: Callable[[], Any]) -> Any:
+def load_average() -> list[float]:
     try:
-        return action()
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def attempt(run: Run, label: str, action: Callable[[], Any], into: dict[str, Any], key: str) -> None:
+    """``into[key]``: what ``action`` measures (None if it failed, the reason in the run's failures), saved
+    at once with the run's other figures."""
+    try:
+        into[key] = action()
     except Exception as exc:  # a peer that fails is named with its reason, and the run goes on
         run.failures[label] = f"{type(exc).__name__}: {str(exc)[:300]}"
         print(f"  {label}: failed: {run.failures[label]}", file=sys.stderr)
-        return None
+        into[key] = None
     finally:
         run.checkpoint()
 
@@ -715,7 +733,7 @@ def measure(
     quick: bool, only: tuple[str, ...] = SECTIONS, save: Path | None = None, fronts_wanted: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """Every figure of ``only``, for the fronts whose names contain one of ``fronts_wanted`` (all: empty)."""
-    run = Run(quick, save=save)
+    run = Run(quick, only, save=save)
 
     def wanted(name: str) -> bool:
         return not fronts_wanted or any(part.lower() in name.lower() for part in fronts_wanted)
@@ -754,31 +772,23 @@ def measure(
             run.sections[f"listing_{size}"] = section
             if wanted("direct"):
                 listing = partial(direct_listing, servers, env, STARTUP_S)
-                section["direct"] = attempt(run, f"direct, {size} servers", listing)
+                attempt(run, f"direct, {size} servers", listing, section, "direct")
             for front in stdio_fronts:
-                section[front.name] = attempt(
-                    run,
-                    f"{front.name}, {size} servers",
-                    partial(startup, front, configs[size], env, repeats[size], STARTUP_S),
-                )
+                starts = partial(startup, front, configs[size], env, repeats[size], STARTUP_S)
+                attempt(run, f"{front.name}, {size} servers", starts, section, front.name)
             if mcp_proxy is not None:
-                section[mcp_proxy.name] = attempt(
-                    run,
-                    f"{mcp_proxy.name}, {size} servers",
-                    partial(mcp_proxy_listing, mcp_proxy, root, servers, STARTUP_S),
-                )
+                lists = partial(mcp_proxy_listing, mcp_proxy, root, servers, STARTUP_S)
+                attempt(run, f"{mcp_proxy.name}, {size} servers", lists, section, mcp_proxy.name)
             if contextforge:
-                section[CONTEXTFORGE] = attempt(
-                    run, f"{CONTEXTFORGE}, {size} servers", partial(contextforge_listing, root, servers, STARTUP_S)
-                )
+                lists = partial(contextforge_listing, root, servers, STARTUP_S)
+                attempt(run, f"{CONTEXTFORGE}, {size} servers", lists, section, CONTEXTFORGE)
         everything = real["everything"]
         direct = [everything["command"], *everything["args"]]
         if "calls" in only:
             print("tools/call over stdio", file=sys.stderr)
             rounds, budget = (50, 20.0) if quick else (500, 90.0)
-            run.sections["calls"] = attempt(
-                run, "tools/call", partial(calls, stdio_fronts, configs["5"], direct, env, rounds, budget)
-            )
+            timed = partial(calls, stdio_fronts, configs["5"], direct, env, rounds, budget)
+            attempt(run, "tools/call", timed, run.sections, "calls")
         if "http" in only:
             print("50 clients over HTTP", file=sys.stderr)
             http_fronts = [*fronts, *([mcp_proxy] if mcp_proxy else [])]
@@ -792,26 +802,16 @@ def measure(
                 direct=wanted("direct"),
                 contextforge=contextforge,
             )
-            run.sections["http"] = attempt(run, "HTTP load", load)
+            attempt(run, "HTTP load", load, run.sections, "http")
         searching: dict[str, Any] = {}
+        if "search" in only:
+            run.sections["search"] = searching
         for front in fronts if "search" in only else ():
             print(f"search on the dev set: {front.name}", file=sys.stderr)
             if front.search is not None and QUERIES.exists():
-                searching[front.name] = attempt(
-                    run,
-                    f"{front.name} search",
-                    partial(
-                        search_quality,
-                        front,
-                        configs["30"],
-                        {**env, "LAZYMCP_CACHE_DIR": str(root / "search")},
-                        list(catalogs),
-                        quick,
-                    ),
-                )
-        if "search" in only:
-            run.sections["search"] = searching
-            run.checkpoint()
+                search_env = {**env, "LAZYMCP_CACHE_DIR": str(root / "search")}
+                ranked = partial(search_quality, front, configs["30"], search_env, list(catalogs), quick)
+                attempt(run, f"{front.name} search", ranked, searching, front.name)
     return run.results()
 
 
@@ -900,7 +900,8 @@ def markdown(results: dict[str, Any]) -> str:
         "# lazymcp beside the peers a user would pick instead",
         "",
         f"Written by `python -m bench.peers{' --quick' if results['quick'] else ''}` on {results['date']}, "
-        f"{m.get('nproc', '?')} cores ({m.get('cpu', '?')}, load {m.get('loadavg_at_start', '?')} at the start), "
+        f"{m.get('nproc', '?')} cores ({m.get('cpu', '?')}, load {m.get('loadavg_at_start', '?')} at the start, "
+        f"{results.get('loadavg_at_end', '?')} at the end), "
         f"Python {m.get('python', '?')}, mcp {m.get('mcp', '?')}. Versions: {versions}.",
         "How each figure is taken is in the module's docstring ([`peers.py`](peers.py)).",
         "",
@@ -909,6 +910,8 @@ def markdown(results: dict[str, Any]) -> str:
         END,
         "",
         "`direct` is the servers themselves, a client connected to each; `—` is a figure that does not apply. "
+        "Where a client lists servers one by one (`direct`, mcp-proxy), each server's list is counted and the "
+        "counts added, as `lazymcp stats --config` counts them (docs/gateway.md). "
         "mcp-proxy serves stdio servers over HTTP only, each at its own path, so a stdio client cannot spawn it; "
         "its first-listing figure is from spawn to the last of its listings over HTTP. ContextForge is measured "
         "over HTTP (its virtual server's endpoint, with the admin bearer token), from spawn to its first listing "
@@ -955,6 +958,8 @@ def updated(earlier: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
         before = earlier.get(key)
         if isinstance(value, dict) and isinstance(before, dict) and key not in ("machine", "not_measured"):
             merged[key] = {**cast(dict[str, Any], before), **cast(dict[str, Any], value)}
+        elif key == "runs" and isinstance(before, list):
+            merged[key] = [*cast(list[str], before), *cast(list[str], value)]
         else:
             merged[key] = value
     return merged

@@ -23,8 +23,8 @@ from mcp import Client, StdioServerParameters
 
 from bench.common import ROOT, Config
 from lazymcp.client import raw_request
+from tests.five_servers import EVERYTHING_PACKAGE
 
-PACKAGE = "@modelcontextprotocol/server-everything@2026.8.31"
 CACHE = ROOT / ".cache" / "npm-servers"
 RELAY = Path(__file__).with_name("relay.py")
 
@@ -35,8 +35,8 @@ def everything_command() -> list[str] | None:
     if node is None or npm is None:
         return None
     if not entry.exists():
-        install = [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(CACHE), PACKAGE]
-        if subprocess.run(install, capture_output=True, timeout=300).returncode != 0:
+        install = [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(CACHE)]
+        if subprocess.run([*install, EVERYTHING_PACKAGE], capture_output=True, timeout=300).returncode != 0:
             return None
     return [node, str(entry), "stdio"]
 

@@ -22,6 +22,8 @@ import mcp.client.stdio  # noqa: F401  # its errlog default binds sys.stderr at 
 import pytest
 from anyio.abc import Process
 
+from .five_servers import EVERYTHING_PACKAGE, Installs
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LAZYMCP_SHARED", ROOT.parent / "shared"))
 CATALOGS = SHARED / "catalogs"
@@ -546,8 +548,9 @@ def install_lock(target: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything@2026.8.31"
 NPM_CACHE = Path(os.environ.get("LAZYMCP_NPM_DIR", TEST_CACHE / "npm-servers"))
+FIVE_SERVERS = Installs(NPM_CACHE, Path(os.environ.get("LAZYMCP_PY_SERVERS_DIR", TEST_CACHE / "py-servers")))
+"""The five real servers (``tests/five_servers.py``) in the tests' install cache."""
 
 
 @pytest.fixture(scope="session")

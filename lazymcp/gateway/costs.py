@@ -50,6 +50,6 @@ class ListingCost:
 def listing_cost(gateway: Gateway) -> ListingCost:
     """The gateway's listing against its tools in full (``lazymcp stats --config``'s totals)."""
     tools = granted_tools(gateway)
-    full = sum(ListingSize.of(own).visible.tokens for own in tools.values())
+    full = ListingSize.of_servers(tools.values()).visible.tokens
     listed = ListingSize.of(stock_listing(gateway)).visible.tokens
     return ListingCost(sum(map(len, tools.values())), full, listed, gateway.catalog.options.mode)

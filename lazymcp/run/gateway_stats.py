@@ -39,10 +39,10 @@ class ConfigCost:
     """The servers that could not be listed, so are in no figure (each said why on stderr)."""
 
     def full(self, wire: bool = False) -> int:
-        return sum(tokens(server.full, wire) for server in self.servers)
+        return tokens(ListingSize.summed(server.full for server in self.servers), wire)
 
     def alone(self, wire: bool = False) -> int:
-        return sum(tokens(server.alone, wire) for server in self.servers)
+        return tokens(ListingSize.summed(server.alone for server in self.servers), wire)
 
 
 def tokens(size: ListingSize, wire: bool = False) -> int:

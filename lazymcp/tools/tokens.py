@@ -12,7 +12,7 @@ network.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -125,3 +125,20 @@ class ListingSize:
     @classmethod
     def of(cls, tools: Sequence[object], counter: TokenCounter = count_tokens) -> ListingSize:
         return cls(Size.of(tools, counter), Size.of(model_visible(tools), counter))
+
+    @classmethod
+    def summed(cls, sizes: Iterable[ListingSize]) -> ListingSize:
+        """Several servers' listings as one size: each server's counted as the list it sends, then added.
+        A client keeps a list per server; counted as one list of all their tools, the joins between the
+        lists would tokenize differently and the total would move by a few tokens."""
+        wire, visible = Size(0, 0), Size(0, 0)
+        for size in sizes:
+            wire = Size(wire.bytes + size.wire.bytes, wire.tokens + size.wire.tokens)
+            visible = Size(visible.bytes + size.visible.bytes, visible.tokens + size.visible.tokens)
+        return cls(wire, visible)
+
+    @classmethod
+    def of_servers(cls, listings: Iterable[Sequence[object]], counter: TokenCounter = count_tokens) -> ListingSize:
+        """The size of several servers' listings (``summed``): how ``lazymcp stats --config``, the status page
+        and ``bench.peers`` count the tools of a set of servers in full."""
+        return cls.summed(cls.of(tools, counter) for tools in listings)

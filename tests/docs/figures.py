@@ -16,8 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .. import five_servers
-from ..conftest import CATALOGS
+from ..conftest import CATALOGS, FIVE_SERVERS
 from ..doc_tables import DOCS, README, ROOT, DocTable
 
 COMBINED = CATALOGS / "combined.json"
@@ -67,7 +66,7 @@ def gateway_stats() -> str:
     FILES.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="lazymcp-figures-") as scratch:
         config = Path(scratch) / "mcp.json"
-        servers = five_servers.entries(FILES, Path(scratch) / "memory.jsonl", ROOT)
+        servers = FIVE_SERVERS.entries(FILES, Path(scratch) / "memory.jsonl", ROOT)
         config.write_text(json.dumps({"mcpServers": servers, "lazymcp": {"mode": "describe"}}))
         printed = stats("--config", str(config), cache=Path(scratch) / "cache")
     return "```\n$ lazymcp stats --config mcp.json\n" + printed.strip("\n") + "\n```\n"
@@ -131,7 +130,7 @@ def main(argv: list[str]) -> int:
         parts += [(HEADLINE, headline(servers, rows)), (LISTINGS, listings(servers, rows))]
     else:
         sys.stderr.write(f"{COMBINED} is not here: the figures of the 954 tools are left as they are\n")
-    lacking = five_servers.missing()
+    lacking = FIVE_SERVERS.missing()
     if lacking is None:
         parts.append((GATEWAY, gateway_stats()))
     else:

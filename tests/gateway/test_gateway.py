@@ -26,8 +26,8 @@ from lazymcp.cli import main
 from lazymcp.client import LazyClient, raw_request
 from lazymcp.protocol.errors import ErrorCode
 
-from ..conftest import NPM_CACHE, ROOT, STOCK_METAS, install_lock, npm_install
-from ..five_servers import NPM_PACKAGES, PY_SERVERS, PYPI_PACKAGES, entries, node_entry
+from ..conftest import FIVE_SERVERS, NPM_CACHE, ROOT, STOCK_METAS, install_lock, npm_install
+from ..five_servers import NPM_PACKAGES, PYPI_PACKAGES
 from ..raw import hostile
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
@@ -39,7 +39,7 @@ TIMEOUT = 60.0
 @pytest.fixture(scope="session")
 def node_servers(everything_command: list[str]) -> dict[str, list[str]]:
     """server-memory and server-filesystem from npm (installed once), and server-everything."""
-    scripts = {name: node_entry(name) for name in ("memory", "filesystem")}
+    scripts = {name: FIVE_SERVERS.node_entry(name) for name in ("memory", "filesystem")}
     with install_lock(NPM_CACHE):
         if not all(script.exists() for script in scripts.values()):
             npm_install(*NPM_PACKAGES)
@@ -50,11 +50,12 @@ def node_servers(everything_command: list[str]) -> dict[str, list[str]]:
 @pytest.fixture(scope="session")
 def python_servers() -> dict[str, list[str]]:
     """mcp-server-time and mcp-server-git from PyPI, in their own venv (created once)."""
-    bin_dir = PY_SERVERS / "bin"
-    marker = PY_SERVERS / "lazymcp-pins.json"
-    with install_lock(PY_SERVERS):
+    venv = FIVE_SERVERS.python
+    bin_dir = venv / "bin"
+    marker = venv / "lazymcp-pins.json"
+    with install_lock(venv):
         if not (marker.exists() and json.loads(marker.read_text()) == list(PYPI_PACKAGES)):
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(PY_SERVERS)], check=True, timeout=120)
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120)
             done = subprocess.run(
                 [str(bin_dir / "python"), "-m", "pip", "install", "-q", *PYPI_PACKAGES],
                 capture_output=True,
@@ -82,7 +83,7 @@ def config(tmp_path: Path, node_servers: dict[str, list[str]], python_servers: d
     files = tmp_path / "files"
     files.mkdir()
     (files / "hello.txt").write_text("hello from the gateway\n")
-    servers = entries(files, tmp_path / "m.jsonl", ROOT)
+    servers = FIVE_SERVERS.entries(files, tmp_path / "m.jsonl", ROOT)
     memory = servers["memory"]
     servers["memory"] = entry(watched([memory["command"], *memory["args"]], tmp_path / "memory.pid"), env=memory["env"])
     path = tmp_path / "mcp.json"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lazymcp.tools import tokens
-from lazymcp.tools.tokens import KEPT_COUNTS, count_tokens, kept_count
+from lazymcp.tools.tokens import KEPT_COUNTS, ListingSize, count_tokens, kept_count
 
 TEXT = '[{"name":"issues_get","description":"Get one issue by its number"}]'
 
@@ -61,3 +61,18 @@ def test_an_unwritable_cache_still_counts(tmp_path: Path, monkeypatch: pytest.Mo
     blocker.write_text("")
     monkeypatch.setenv("LAZYMCP_CACHE_DIR", str(blocker))  # a file where the directory would go
     assert kept_count(TEXT) == count_tokens(TEXT)
+
+
+def test_several_servers_are_counted_list_by_list_and_added() -> None:
+    first = [{"name": "issues_get", "description": "Get one issue by its number", "title": "Issue"}]
+    second = [{"name": "time_now", "description": "The time now", "inputSchema": {"type": "object"}}]
+    size = ListingSize.of_servers([first, second])
+    alone = [ListingSize.of(first), ListingSize.of(second)]
+    assert (
+        size.visible.tokens
+        == sum(one.visible.tokens for one in alone)
+        == count_tokens('[{"name":"issues_get","description":"Get one issue by its number"}]')
+        + count_tokens('[{"name":"time_now","description":"The time now","inputSchema":{"type":"object"}}]')
+    )
+    assert size.wire.bytes == sum(one.wire.bytes for one in alone) > size.visible.bytes  # the title: wire only
+    assert ListingSize.summed([]) == ListingSize.of_servers([]) != ListingSize.of([])
