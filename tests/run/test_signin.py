@@ -25,8 +25,8 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from ..conftest import free_port, until, until_listening
-from ..raw import INIT, INITIALIZED, Peer, peer, request, tool_call
+from ..conftest import free_port, until
+from ..raw import INIT, INITIALIZED, Peer, listening, peer, request, tool_call
 
 BOUND = 180
 EXPIRY = 8
@@ -38,15 +38,8 @@ async def oauth_server(expiry: int = EXPIRY, env: dict[str, str] | None = None) 
     """The server as a process (``env`` added to its environment); yields its base URL."""
     port = free_port()
     script = Path(__file__).parent.parent / "servers" / "oauth_server.py"
-    command = [sys.executable, str(script), str(port), str(expiry)]
-    environ = {**os.environ, **(env or {})}
-    async with await anyio.open_process(command, stdout=None, stderr=None, env=environ) as process:
-        try:
-            await until_listening(port, process)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            process.terminate()
-            await process.wait()
+    async with listening([sys.executable, str(script), str(port), str(expiry)], port, env=env, stderr=None):
+        yield f"http://127.0.0.1:{port}"
 
 
 class Home:

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -27,13 +27,14 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import anyio
 import httpx2
 import pytest
+from anyio.abc import Process
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from lazymcp.access.sealed import Sealer, read_key, read_ticket, ticket
 
-from ..conftest import SERVERS, free_port, until, until_listening
+from ..conftest import SERVERS, free_port, until
 from ..raw import listening, mcp_url
 from ..services import instance, needs_redis, redis_server
 
@@ -49,19 +50,19 @@ async def upstream(expiry: int = 300, *, revokes: bool = True) -> AsyncIterator[
     port = free_port()
     command = [sys.executable, str(SERVERS / "people_upstream.py"), str(port), str(expiry)]
     command += [] if revokes else ["no-revoke"]
-    async with await anyio.open_process(command, stdout=None, stderr=None) as process:
-        try:
-            await until_listening(port, process)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            process.terminate()
-            await process.wait()
+    async with listening(command, port, stderr=None):
+        yield f"http://127.0.0.1:{port}"
 
 
 def kept_of(team: Team) -> dict[str, Any]:
     """Each principal's sign-in in the sealed file, by principal key."""
     kept = json.loads(Sealer(KEY.encode()).open(team.sealed.read_bytes()) or b"{}")
     return {json.loads(key)[0]: value for key, value in kept.items()}
+
+
+def new_browser() -> httpx2.AsyncClient:
+    """A browser of the test's: no proxy from the environment, a minute at most for each page."""
+    return httpx2.AsyncClient(trust_env=False, timeout=60)
 
 
 class Team:
@@ -89,6 +90,10 @@ class Team:
         command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(self.config)]
         command += ["--http", f"127.0.0.1:{self.port}", "--token-file", str(self.tokens)]
         return [*command, "--public-url", self.public, "--secrets-key-file", str(self.key)]
+
+    def gateway(self, stderr: int | None = subprocess.PIPE) -> AbstractAsyncContextManager[Process]:
+        """The team's gateway as a process, once it listens."""
+        return listening(self.command(), self.port, stderr=stderr, env=self.env)
 
     async def call(self, name: str, port: int | None = None) -> str:
         """``people__whoami`` called as principal ``name`` (at ``port``: the gateway's by default): its text,
@@ -149,8 +154,8 @@ async def test_each_principal_signs_in_through_its_own_link_and_reaches_the_upst
             stderr = os.open(stderr_path, os.O_WRONLY | os.O_CREAT, 0o600)
             try:
                 async with (
-                    listening(team.command(), team.port, stderr=stderr, env=team.env),
-                    httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+                    team.gateway(stderr),
+                    new_browser() as browser,
                 ):
                     kept = await signing_in(team, browser)
             finally:
@@ -259,7 +264,7 @@ async def test_instances_sharing_a_redis_share_each_principal_s_sign_in_tickets_
             flags = team.command()[team.command().index("--token-file") :]
             first = instance(team.config, tmp_path / "a", team.port, redis_port, flags, team.env)
             second = instance(team.config, tmp_path / "b", other, redis_port, flags, team.env)
-            async with first, second, httpx2.AsyncClient(trust_env=False, timeout=60) as browser:
+            async with first, second, new_browser() as browser:
                 link = await team.link("alice", other)  # asked on the second: its link names the public URL
                 assert link.startswith(f"{team.public}/connect/people?ticket=")
                 callback = await follow(browser, link, "alice")  # the sign-in is under way on the first
@@ -290,8 +295,8 @@ async def test_each_principal_s_token_is_refreshed_and_a_refused_refresh_asks_th
         async with upstream(expiry=8) as base:
             team = Team(tmp_path, base)
             async with (
-                listening(team.command(), team.port, env=team.env),
-                httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+                team.gateway(),
+                new_browser() as browser,
             ):
                 for name in ("alice", "bob"):
                     done = await browser.get(await follow(browser, await team.link(name), name))
@@ -322,9 +327,9 @@ async def test_a_sign_in_is_finished_only_by_the_browser_that_opened_its_link(tm
         async with upstream() as base:
             team = Team(tmp_path, base)
             async with (
-                listening(team.command(), team.port, env=team.env),
-                httpx2.AsyncClient(trust_env=False, timeout=60) as alice,
-                httpx2.AsyncClient(trust_env=False, timeout=60) as bob,
+                team.gateway(),
+                new_browser() as alice,
+                new_browser() as bob,
             ):
                 started = await alice.get(await team.link("alice"))
                 assert started.status_code == 303, started.text
@@ -359,8 +364,8 @@ async def test_a_principal_has_a_few_sign_ins_under_way_at_most_and_others_are_n
         async with upstream() as base:
             team = Team(tmp_path, base)
             async with (
-                listening(team.command(), team.port, env=team.env),
-                httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+                team.gateway(),
+                new_browser() as browser,
             ):
                 for _ in range(FLOWS_EACH):
                     assert (await browser.get(await team.link("alice"))).status_code == 303
@@ -400,8 +405,8 @@ async def test_a_callback_with_neither_code_nor_error_leaves_the_sign_in_under_w
         async with upstream() as base:
             team = Team(tmp_path, base)
             async with (
-                listening(team.command(), team.port, env=team.env),
-                httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+                team.gateway(),
+                new_browser() as browser,
             ):
                 callback = await follow(browser, await team.link("alice"), "alice")
                 state = parse_qs(urlsplit(callback).query)["state"][0]

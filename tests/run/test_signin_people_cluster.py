@@ -14,13 +14,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio
-import httpx2
 import pytest
 
 from ..conftest import free_port, until
 from ..raw import open_session, post, tool_call
 from ..services import instance, needs_redis, redis_server
-from .test_signin_people import BOUND, TOKENS, Team, follow, upstream
+from .test_signin_people import BOUND, TOKENS, Team, follow, new_browser, upstream
 
 
 @needs_redis
@@ -36,7 +35,7 @@ async def test_a_sign_out_on_one_instance_ends_the_principal_s_sessions_of_the_s
             flags = team.command()[team.command().index("--token-file") :]
             first = instance(team.config, tmp_path / "a", team.port, redis_port, flags, team.env)
             second = instance(team.config, tmp_path / "b", other, redis_port, flags, team.env)
-            async with first, second, httpx2.AsyncClient(trust_env=False, timeout=60) as browser:
+            async with first, second, new_browser() as browser:
                 done = await browser.get(await follow(browser, await team.link("alice"), "alice"))
                 assert done.status_code == 200, done.text
                 await team.reaches_upstream_as("alice", other)
@@ -104,7 +103,7 @@ async def test_a_callback_sent_on_to_another_instance_takes_a_bounded_answer_fro
                 )
                 async with (
                     instance(team.config, tmp_path / "a", team.port, redis_port, flags, team.env),
-                    httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+                    new_browser() as browser,
                 ):
                     answer = await browser.get(
                         f"{team.public}/oauth/callback", params={"state": "elsewhere", "code": "c"}

@@ -12,7 +12,6 @@ import anyio
 import pytest
 
 from ..conftest import free_port
-from ..raw import listening
 from .test_signin_people import BOUND, Team
 
 
@@ -20,7 +19,7 @@ from .test_signin_people import BOUND, Team
 async def test_a_second_gateway_on_the_same_sealed_file_does_not_start(tmp_path: Path) -> None:
     team = Team(tmp_path, "http://127.0.0.1:1")
     with anyio.fail_after(BOUND):
-        async with listening(team.command(), team.port, env=team.env):
+        async with team.gateway():
             second = team.command()
             second[second.index("--http") + 1] = f"127.0.0.1:{free_port()}"
             with anyio.fail_after(60):  # a second that started would serve until stopped

@@ -9,15 +9,13 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
-import httpx2
 import pytest
 
 from lazymcp.access.sealed import read_key, ticket
 from lazymcp.run.people import FLOWS_EACH
 
 from ..conftest import until
-from ..raw import listening
-from .test_signin_people import BOUND, Team, upstream
+from .test_signin_people import BOUND, Team, new_browser, upstream
 
 
 @pytest.mark.anyio
@@ -26,8 +24,8 @@ async def test_a_link_refused_before_its_sign_in_starts_keeps_its_ticket(tmp_pat
         async with upstream() as base:
             team = Team(tmp_path, base)
             async with (
-                listening(team.command(), team.port, env=team.env),
-                httpx2.AsyncClient(trust_env=False, timeout=60) as browser,
+                team.gateway(),
+                new_browser() as browser,
             ):
                 opened = [await browser.get(await team.link("alice")) for _ in range(FLOWS_EACH)]
                 assert [answer.status_code for answer in opened] == [303] * FLOWS_EACH
