@@ -47,7 +47,6 @@ STATE = "lazymcp:sign-in-state:"
 WAIT = REDIS_WAIT * 2
 ANSWER_LIMIT = 64 * 1024
 """Bytes of a page another instance answers a callback sent on to it with (its own pages are a few hundred)."""
-LIMIT_SAID = "64 KiB"
 NOTE_LIFE = 60.0
 """Seconds an announced sign-in change is taken for news: an older one (replayed) is ignored."""
 
@@ -165,7 +164,8 @@ class Callbacks:
                 async for chunk in answer.aiter_bytes():
                     body += chunk
                     if len(body) > ANSWER_LIMIT:
-                        return page(502, f"The instance this sign-in is under way on answered over {LIMIT_SAID}.")
+                        said = f"The instance this sign-in is under way on answered over {ANSWER_LIMIT // 1024} KiB."
+                        return page(502, said)
         except httpx2.HTTPError:
             return None
         kept = {k: v for k, v in answer.headers.items() if k in ("content-type", "cache-control", "referrer-policy")}
