@@ -11,20 +11,14 @@ user. ``POST /revoke-all`` revokes every token, ``POST /revoke-subject?subject=U
 import html
 import secrets
 import sys
-import time
 from typing import Any, cast
 
 from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.auth.provider import (
-    AccessToken,
-    AuthorizationCode,
-    AuthorizationParams,
-    RefreshToken,
-    construct_redirect_uri,
-)
+from mcp.server.auth.provider import AuthorizationParams
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import MCPServer
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import OAuthClientInformationFull
+from oauth_provider import MemoryProvider
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
@@ -35,23 +29,12 @@ REVOKES = sys.argv[3:4] != ["no-revoke"]
 BASE = f"http://127.0.0.1:{PORT}"
 
 
-class Provider:
-    """Clients, sign-ins under way, codes and tokens in memory; every token is a random string."""
+class Provider(MemoryProvider):
+    """Sends each authorization to the sign-in page, and gives the code to the user signed in there."""
 
     def __init__(self) -> None:
-        self.clients: dict[str, OAuthClientInformationFull] = {}
+        super().__init__(EXPIRY)
         self.pending: dict[str, tuple[str, AuthorizationParams]] = {}
-        self.codes: dict[str, AuthorizationCode] = {}
-        self.access: dict[str, AccessToken] = {}
-        self.refresh: dict[str, RefreshToken] = {}
-        self.issued = 0
-
-    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        return self.clients.get(client_id)
-
-    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
-        assert client_info.client_id is not None
-        self.clients[client_info.client_id] = client_info
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         pending = secrets.token_urlsafe(16)
@@ -64,63 +47,7 @@ class Provider:
         if found is None:
             return None
         client_id, params = found
-        code = secrets.token_urlsafe(24)
-        self.codes[code] = AuthorizationCode(
-            code=code,
-            scopes=params.scopes or [],
-            expires_at=time.time() + 300,
-            client_id=client_id,
-            code_challenge=params.code_challenge,
-            redirect_uri=params.redirect_uri,
-            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
-            resource=params.resource,
-            subject=user,
-        )
-        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
-
-    async def load_authorization_code(
-        self, client: OAuthClientInformationFull, authorization_code: str
-    ) -> AuthorizationCode | None:
-        return self.codes.get(authorization_code)
-
-    def _tokens(self, client_id: str, scopes: list[str], resource: str | None, subject: str | None) -> OAuthToken:
-        self.issued += 1
-        access, refresh = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-        expires = int(time.time()) + EXPIRY
-        self.access[access] = AccessToken(
-            token=access, client_id=client_id, scopes=scopes, expires_at=expires, resource=resource, subject=subject
-        )
-        self.refresh[refresh] = RefreshToken(
-            token=refresh, client_id=client_id, scopes=scopes, resource=resource, subject=subject
-        )
-        return OAuthToken(access_token=access, expires_in=EXPIRY, refresh_token=refresh, scope=" ".join(scopes) or None)
-
-    async def exchange_authorization_code(
-        self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
-    ) -> OAuthToken:
-        self.codes.pop(authorization_code.code, None)
-        code = authorization_code
-        return self._tokens(client.client_id or "", code.scopes, code.resource, code.subject)
-
-    async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
-        return self.refresh.get(refresh_token)
-
-    async def exchange_refresh_token(
-        self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
-    ) -> OAuthToken:
-        self.refresh.pop(refresh_token.token, None)
-        given = refresh_token
-        return self._tokens(client.client_id or "", scopes or given.scopes, given.resource, given.subject)
-
-    async def load_access_token(self, token: str) -> AccessToken | None:
-        found = self.access.get(token)
-        if found is None or (found.expires_at is not None and found.expires_at < time.time()):
-            return None
-        return found
-
-    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
-        self.access.pop(token.token, None)
-        self.refresh.pop(token.token, None)
+        return self.code_for(client_id, params, user)
 
 
 provider = Provider()
