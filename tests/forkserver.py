@@ -8,7 +8,7 @@ once; a process started by a test then hands its work over at interpreter start-
 directory, environment and its standard input, output and error to the fork server, which forks a copy
 of itself that takes them over and runs the program as ``python`` would have. The process the test started
 stays as the program's stand-in: it passes on the signals it gets, and exits as the program exits (with its
-status, or by its signal). A copy whose stand-in dies (SIGKILL) kills itself.
+status, or by its signal). A copy whose stand-in dies (SIGKILL) is killed by the kernel at once.
 
 What a test sees is the same program, in a process of its own, on the same pipes; only the imports are
 shared. Anything the hand-over does not mirror (interpreter options other than ``-u`` and ``-B``, a
@@ -23,6 +23,7 @@ first bytes; the server answers ``P<pid>\\n`` once the copy runs, then ``S<wait 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import select
@@ -58,6 +59,8 @@ PRELOADED = (
 )
 """What every copy starts with: what nearly every process of the suite imports first."""
 MAX_REQUEST = 4 << 20
+F_SETSIG = 10
+"""From linux/fcntl.h: the signal the kernel sends an ``O_ASYNC`` descriptor's owner when it is ready."""
 
 
 def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
@@ -88,9 +91,28 @@ def _become(conn: socket.socket, fds: list[int], request: dict[str, Any]) -> dic
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+    _die_with_stand_in(conn)
+    if VARIABLE in os.environ:
+        carry()
+    return request
+
+
+def _die_with_stand_in(conn: socket.socket) -> None:
+    """The stand-in gone (killed): so is the copy, at once. The stand-in never writes after its request, so
+    the connection becomes readable only when it closes; with ``O_ASYNC`` and ``F_SETSIG`` the kernel then
+    sends SIGKILL itself (no thread of ours has to run first, as a test that kills the stand-in expects the
+    program's ends of the pipes closed as soon as it has seen the stand-in exit). Elsewhere, a thread
+    watches."""
+    try:
+        fcntl.fcntl(conn.fileno(), fcntl.F_SETOWN, os.getpid())
+        fcntl.fcntl(conn.fileno(), F_SETSIG, signal.SIGKILL)
+        fcntl.fcntl(conn.fileno(), fcntl.F_SETFL, fcntl.fcntl(conn.fileno(), fcntl.F_GETFL) | os.O_ASYNC)
+        return
+    except OSError:
+        pass
     import threading
 
-    def watch() -> None:  # the stand-in gone (killed): so is the copy
+    def watch() -> None:
         try:
             while conn.recv(64):
                 pass
@@ -99,9 +121,6 @@ def _become(conn: socket.socket, fds: list[int], request: dict[str, Any]) -> dic
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="forkserver-stand-in", daemon=True).start()
-    if VARIABLE in os.environ:
-        carry()
-    return request
 
 
 def _serve(path: str) -> dict[str, Any]:

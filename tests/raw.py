@@ -4,6 +4,8 @@ this side, so a test sees exactly what goes over the wire."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -154,6 +156,18 @@ async def peer(command: Sequence[str], env: dict[str, str] | None = None) -> Asy
         finally:
             if process.returncode is None:
                 process.kill()
+    await _written_off(process)
+
+
+async def _written_off(process: Process) -> None:
+    """Wait (a bounded time) until what was left unwritten to the process's stdin is given up. A process
+    killed while its stdin was full leaves the pipe closing until the reading end is gone; under the fork
+    server (``tests/forkserver.py``) that end is the program's, which dies just after the process the test
+    killed, so the pipe would outlive the test's event loop."""
+    writer = getattr(process.stdin, "_stream", None)  # anyio's wrapper of an asyncio StreamWriter
+    if isinstance(writer, asyncio.StreamWriter) and writer.transport.get_write_buffer_size():
+        with anyio.move_on_after(5), contextlib.suppress(OSError):
+            await writer.wait_closed()
 
 
 def gateway(config: Path, cache: Path, *flags: str) -> AbstractAsyncContextManager[Peer]:

@@ -67,6 +67,19 @@ def test_a_stand_in_killed_outright_takes_its_program_with_it() -> None:
     assert ended(program)
 
 
+def test_a_program_that_never_lets_a_thread_run_still_dies_with_its_stand_in() -> None:
+    """The kernel ends the program when its stand-in's connection closes: no thread of the program has to
+    run first (one summing a huge range in C holds the interpreter throughout), so the pipes the program
+    held are closed soon after the test sees the stand-in killed."""
+    code = "import os; print(os.getpid(), flush=True); sum(range(10**15))"
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) as started:
+        assert started.stdout is not None
+        program = int(started.stdout.readline())
+        started.kill()
+        started.wait(60)
+    assert ended(program)
+
+
 def test_children_are_seen_through_the_stand_in() -> None:
     code = (
         "import subprocess, sys, time;"
