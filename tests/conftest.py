@@ -165,11 +165,11 @@ if "|" in os.environ.get("LAZYMCP_TEST_FORKSERVER", ""):  # a worker of a run wi
 
 
 def _start_fork_server() -> None:
-    """With ``LAZYMCP_TEST_FORKSERVER=on``, Python processes the tests start take their imports from one fork
-    server (``tests/forkserver.py``)."""
+    """Python processes the tests start take their imports from one fork server (``tests/forkserver.py``),
+    unless ``LAZYMCP_TEST_FORKSERVER=off`` (or a run inside a run, which has its own run's)."""
     from .forkserver import VARIABLE, ForkServer, carry
 
-    if os.environ.get(VARIABLE, "").strip().lower() != "on" or sys.platform != "linux":
+    if os.environ.get(VARIABLE, "on").strip().lower() != "on" or sys.platform != "linux":
         return
     server = ForkServer()
     if server.ready():

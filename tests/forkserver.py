@@ -12,8 +12,8 @@ status, or by its signal). A copy whose stand-in dies (SIGKILL) is killed by the
 
 What a test sees is the same program, in a process of its own, on the same pipes; only the imports are
 shared. Anything the hand-over does not mirror (interpreter options other than ``-u`` and ``-B``, a
-different interpreter, a coverage run, a closed standard stream) starts the ordinary way. It is on with
-``LAZYMCP_TEST_FORKSERVER=on`` (off by default: see CONTRIBUTING.md for what it saves and what it costs).
+different interpreter, a coverage run, a closed standard stream) starts the ordinary way. It is on by
+default on Linux; ``LAZYMCP_TEST_FORKSERVER=off`` turns it off (CONTRIBUTING.md says what it saves).
 
 Protocol (one Unix stream connection per process): the stand-in sends a 4-byte big-endian length and that
 many bytes of JSON (``argv``, ``cwd``, ``env``, ``path``), with its descriptors 0, 1 and 2 attached to the
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 VARIABLE = "LAZYMCP_TEST_FORKSERVER"
-"""``<sys.prefix>|<socket path>`` in the children's environment; ``on`` before the run: a fork server."""
+"""``<sys.prefix>|<socket path>`` in the children's environment; ``off`` before the run: no fork server."""
 HAND_OVER = str(Path(__file__).resolve().parent / "fork")
 """The directory whose ``sitecustomize`` hands a process's work over."""
 PRELOADED = (

@@ -15,7 +15,7 @@ from ..forkserver import VARIABLE, program_pid
 from ..raw import children, gone
 
 pytestmark = pytest.mark.skipif(
-    "|" not in os.environ.get(VARIABLE, ""), reason="the fork server is off (LAZYMCP_TEST_FORKSERVER=on)"
+    "|" not in os.environ.get(VARIABLE, ""), reason="the fork server is off (LAZYMCP_TEST_FORKSERVER=off, or not Linux)"
 )
 
 
