@@ -13,6 +13,7 @@ Claude Code reads the value as it is written (``setting``):
   spacing): on or off;
 - anything else, unset and empty too (``force``, ``AUTO``, ``auto`` with a space: only ``auto`` as written is auto): on.
 
+``CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS`` set to a true word turns it off, whatever the setting says.
 Unset, it is on behind any ``ANTHROPIC_BASE_URL`` too (measured: tests/hosts); an endpoint that refuses the
 deferred tools gets the request again without them, and Claude Code's warning then says to set
 ``ENABLE_TOOL_SEARCH=false``, which lazymcp reads as it does.
@@ -35,6 +36,9 @@ SMALL_CONTEXT_WINDOW: Final = 200_000
 OWN_DEFERRED: Final = 7_000
 """The tokens of Claude Code's own deferrable tools (2.1.332: 11 of them, 7,338 cl100k_base tokens), which
 it counts with the MCP servers' tools."""
+NO_BETAS: Final = "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS"
+"""Set to a true word (as Claude Code's gateway and cloud providers set it), Claude Code sends no beta
+features, its tool search among them: off, even with ``ENABLE_TOOL_SEARCH`` ``true`` or ``force`` (measured)."""
 _TRUE: Final = ("true", "1", "yes", "on")
 _FALSE: Final = ("false", "0", "no", "off")
 _SPACE: Final = (
@@ -87,6 +91,11 @@ def _integer(text: str) -> int | None:
     return int(leading.group()) if leading else None
 
 
+def _true_word(value: str) -> bool:
+    """A true word as Claude Code reads one: ``1``, ``true``, ``yes`` or ``on``, in any case and spacing."""
+    return value.lower().strip(_SPACE) in _TRUE
+
+
 def tool_search(environ: Mapping[str, str], full_tokens: Callable[[], int]) -> tuple[bool, str] | None:
     """Whether Claude Code's tool search is on, read as Claude Code decides it from the environment it
     starts a stdio server with (``setting``), and why; None when that environment is not Claude Code's.
@@ -95,6 +104,8 @@ def tool_search(environ: Mapping[str, str], full_tokens: Callable[[], int]) -> t
     """
     if environ.get("CLAUDECODE") != "1" and "CLAUDE_CODE_ENTRYPOINT" not in environ:
         return None
+    if _true_word(environ.get(NO_BETAS, "")):
+        return False, f"{NO_BETAS} set (Claude Code then searches no tools, whatever ENABLE_TOOL_SEARCH says)"
     value = environ.get("ENABLE_TOOL_SEARCH", "")
     read = setting(value)
     said = f"ENABLE_TOOL_SEARCH={value}" if value else "ENABLE_TOOL_SEARCH unset"
@@ -123,10 +134,10 @@ def auto_search(
 def context_window(environ: Mapping[str, str]) -> int:
     """The context window Claude Code assumes, as its environment says: ``CLAUDE_CODE_MAX_CONTEXT_TOKENS``
     with ``DISABLE_COMPACT``; 200,000 with ``CLAUDE_CODE_DISABLE_1M_CONTEXT``; else its default models' 1M."""
-    if environ.get("DISABLE_COMPACT", "").strip().lower() in _TRUE:
+    if _true_word(environ.get("DISABLE_COMPACT", "")):
         limit = environ.get("CLAUDE_CODE_MAX_CONTEXT_TOKENS", "").strip()
         if limit.isdigit() and int(limit) > 0:
             return int(limit)
-    if environ.get("CLAUDE_CODE_DISABLE_1M_CONTEXT", "").strip().lower() in _TRUE:
+    if _true_word(environ.get("CLAUDE_CODE_DISABLE_1M_CONTEXT", "")):
         return SMALL_CONTEXT_WINDOW
     return CONTEXT_WINDOW

@@ -53,6 +53,7 @@ VARIANTS = {
     "claude-auto2": ("claude", "tool search auto:2"),
     "claude-force": ("claude", "tool search force"),
     "claude-unset": ("claude", "tool search unset"),
+    "claude-nobetas": ("claude", "unset, no experimental betas"),
     "codex": ("codex", ""),
     "gemini": ("gemini", ""),
 }
@@ -64,9 +65,13 @@ ENABLE_TOOL_SEARCH = {
     "claude-auto2": "auto:2",
     "claude-force": "force",
     "claude-unset": None,
+    "claude-nobetas": None,
 }
 """Claude Code's ``ENABLE_TOOL_SEARCH`` in each of its columns (None: unset; its API is the fake one, at
 another base URL than Anthropic's)."""
+NO_BETAS = {"claude-nobetas"}
+"""The columns where Claude Code runs with ``CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS=1``, as its gateway and cloud
+providers set it."""
 
 
 def modules(host: str) -> Path:
@@ -126,6 +131,8 @@ def _invocation(
     host = VARIANTS[variant][0]
     if host == "claude":
         command, settings = _claude(installed, server, home, search=ENABLE_TOOL_SEARCH[variant])
+        if variant in NO_BETAS:
+            settings["CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS"] = "1"
         env |= settings | {"ANTHROPIC_BASE_URL": base}
     elif host == "codex":
         command, settings = _codex(installed, server, home, base)

@@ -56,6 +56,24 @@ def test_claude_codes_tool_search_is_read_from_its_environment_as_it_decides_it(
     assert tool_search(away, no_tokens) == (True, "ENABLE_TOOL_SEARCH unset")  # behind any base URL
 
 
+def test_claude_codes_tool_search_is_off_without_its_experimental_betas_whatever_else_is_set() -> None:
+    """``CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS`` set to a true word (as Claude Code's gateway provider sets
+    it): Claude Code 2.1.332 defers nothing, unset, ``true`` or ``force`` (tests/hosts, ``claude-nobetas``);
+    a false word is no setting."""
+    no_tokens = lambda: 0  # noqa: E731
+    for betas in ("1", " True ", "yes", "ON"):
+        for search in ({}, {"ENABLE_TOOL_SEARCH": "true"}, {"ENABLE_TOOL_SEARCH": "force"}):
+            found = tool_search(
+                {"CLAUDECODE": "1", "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS": betas, **search}, no_tokens
+            )
+            assert found is not None and found[0] is False and "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS" in found[1]
+    for betas in ("0", "false", ""):
+        assert tool_search({"CLAUDECODE": "1", "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS": betas}, no_tokens) == (
+            True,
+            "ENABLE_TOOL_SEARCH unset",
+        )
+
+
 def test_enable_tool_search_is_read_as_claude_code_reads_it_word_for_word() -> None:
     assert setting("") == SearchSetting(True)  # unset
     assert setting("auto") == SearchSetting(None, 10) and setting("auto:2") == SearchSetting(None, 2)
