@@ -94,6 +94,8 @@ class Kept:
         self.key = key_of(entry, principal)
         self.context: Any = None
         """The SDK provider's context, whose expiry ``set_tokens`` brings forward."""
+        self.anew = False
+        """A sign-in anew (``sign_in``): the tokens kept are not the SDK's to use, until it keeps new ones."""
 
     def _kept(self) -> dict[str, Any]:
         return self.store.get(self.key) or {}
@@ -105,10 +107,11 @@ class Kept:
     async def get_tokens(self) -> OAuthToken | None:
         from mcp.shared.auth import OAuthToken
 
-        tokens = self._kept().get("tokens")
+        tokens = None if self.anew else self._kept().get("tokens")
         return OAuthToken.model_validate(tokens) if tokens else None
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.anew = False
         kept = self._kept()
         kept["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
         life = tokens.expires_in
@@ -267,8 +270,8 @@ async def sign_in(entry: ServerEntry, kept: Kept, redirect_uri: str, on_redirect
     from lazymcp.run.reach import TIMEOUT, failure_cause, shown
 
     assert entry.url is not None
+    kept.anew = True  # whatever is kept: the SDK loads the kept tokens at its first request, and would use them
     auth = provider(entry, kept, redirect_uri, on_redirect, on_callback)
-    auth.context.current_tokens = None  # sign in anew, whatever is kept
     headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
     async with httpx2.AsyncClient(auth=auth, timeout=TIMEOUT, headers=headers) as client:
         try:

@@ -127,6 +127,9 @@ async def test_a_server_asking_for_oauth_is_signed_in_to_called_refreshed_and_re
             mode = stat.S_IMODE(home.tokens.stat().st_mode)
             assert mode == 0o600, oct(mode)
             first = home.kept()["tokens"]["access_token"]
+            await login(home)  # signed in, with a token still good: the login signs in anew all the same
+            assert home.kept()["tokens"]["access_token"] != first
+            first = home.kept()["tokens"]["access_token"]
 
             async with gateway(home) as client:
                 answer = await called(client, 2)

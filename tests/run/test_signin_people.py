@@ -171,6 +171,7 @@ async def test_each_principal_signs_in_through_its_own_link_and_reaches_the_upst
 async def signing_in(team: Team, browser: httpx2.AsyncClient) -> dict[str, Any]:
     """The whole story; what the sealed file held once both were signed in."""
     alice_link, bob_link = await team.link("alice"), await team.link("bob")
+    alice_later = await team.link("alice")  # a second link, opened once she is signed in
     sealer = read_key(str(team.key))
     for name, link in (("alice", alice_link), ("bob", bob_link)):  # each link carries its own principal's ticket
         given = parse_qs(urlsplit(link).query)["ticket"][0]
@@ -192,6 +193,10 @@ async def signing_in(team: Team, browser: httpx2.AsyncClient) -> dict[str, Any]:
     wrong = f"{team.public}/oauth/callback?code=x&state=not-under-way"
     assert (await browser.get(wrong)).status_code == 400
 
+    await team.reaches_upstream_as("alice")
+    # Signed in, with a token still good, her other link signs her in anew (another account, say)
+    done = await browser.get(await follow(browser, alice_later, "alice"))
+    assert done.status_code == 200 and "Signed in to people" in done.text, done.text
     await team.reaches_upstream_as("alice")
     assert "sign in at" in await team.call("bob")  # bob is not signed in by alice's sign-in
 
