@@ -296,9 +296,14 @@ class HttpFront:
         await self._reap_idle()
         if request.method == "POST":
             return refuse_non_json(request) or await self._post(request)
-        side = self.sessions.get(request.headers.get(SESSION_HEADER, ""))
+        given = request.headers.get(SESSION_HEADER)
+        side = self.sessions.get(given or "")
         if side is None or not bound(self.grants, side, principal_of(request)):
-            return Response("Unknown or missing session", status_code=404 if request.method == "DELETE" else 405)
+            # no session named: no stream to give (405, as MCP says); one named but not found, or another
+            # principal's: 404, which tells a client to start a new session and no one whose it is
+            return Response(
+                "Unknown or missing session", status_code=404 if given or request.method == "DELETE" else 405
+            )
         if request.method == "DELETE":
             del self.sessions[request.headers[SESSION_HEADER]]
             await side.close("the client ended the session")

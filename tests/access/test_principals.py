@@ -126,11 +126,13 @@ async def test_oauth_principals_whose_parts_join_alike_share_nothing_and_odd_nam
                     first = await post(port, tool_call(2, "p__whoami"), one)
                     second = await post(port, tool_call(2, "p__whoami"), other)
                     borrowed, _ = await post(port, request(3, "ping"), {**one, "Authorization": "Bearer joined-2"})
+                    listened, _, _ = await http(port, "GET", b"", {**one, "Authorization": "Bearer joined-2"})
+                    ended, _, _ = await http(port, "DELETE", b"", {**one, "Authorization": "Bearer joined-2"})
     status, headers, _ = numbered
     assert status == 401 and "'sub' is not a non-empty string" in headers["www-authenticate"]
     assert first[0] == 200 and second[0] == 200, (first, second)  # one bucket each: neither is rate-limited
     assert pid_of(first[1]) != pid_of(second[1])  # a process each
-    assert borrowed == 404  # a session each
+    assert borrowed == listened == ended == 404  # a session each: another's is not found, whatever the method
     audited = [json.loads(line) for line in stderr.read_text().splitlines() if line.startswith('{"audit"')]
     assert len({line["principal"] for line in audited if line["tool"] == "whoami"}) == 2
 
