@@ -17,7 +17,7 @@ authorization server (the *issuer*) hands out access tokens, and lazymcp asks it
 - Refusals follow RFC 6750 and RFC 9728: 401 with ``WWW-Authenticate: Bearer resource_metadata="…"``
   (and ``error="invalid_token"`` when a token was given); 403 ``insufficient_scope`` naming the scopes.
 - An issuer that does not answer within ``timeout`` (in total, not per read), answers with an error, or
-  answers with more than ``MAX_ISSUER_BYTES``, gets the client a 503 ``temporarily_unavailable`` with
+  answers with more than ``ISSUER_ANSWER``, gets the client a 503 ``temporarily_unavailable`` with
   ``Retry-After``: not a 401, which would send the client to sign in again for the issuer's fault.
 - Positive verdicts are kept for ``cache_seconds`` (never past the token's ``exp``), at most
   ``cache_size`` of them, oldest out first; refusals are not kept, so made-up tokens take no memory.
@@ -66,6 +66,7 @@ from lazymcp.access.bearer import Access, bearer_token, refusal
 from lazymcp.access.claims import Nameless, read_introspection, same_url
 from lazymcp.local.addresses import is_loopback
 from lazymcp.protocol.errors import ConfigError
+from lazymcp.protocol.limits import ISSUER_ANSWER
 
 DEFAULT_TIMEOUT = 10.0
 """Seconds the issuer gets for one introspection, in total (connecting, waiting, reading)."""
@@ -73,8 +74,6 @@ CACHE_SECONDS = 60.0
 """Seconds a positive verdict is kept: a revoked token may be let in this long after revocation."""
 CACHE_SIZE = 4096
 """Tokens whose positive verdicts are kept at once."""
-MAX_ISSUER_BYTES = 64 * 1024
-"""Bytes read of one answer of the issuer (metadata or introspection); past it the answer is refused."""
 MAX_TOKEN = 8192
 """Characters of a bearer token: a longer one is refused without asking the issuer."""
 MAX_INTROSPECTIONS = 16
@@ -343,8 +342,8 @@ async def _read_async(answer: httpx2.Response) -> bytes:
     body = bytearray()
     async for chunk in answer.aiter_bytes():
         body += chunk
-        if len(body) > MAX_ISSUER_BYTES:
-            raise IssuerUnavailable(f"the OAuth issuer's answer is longer than {MAX_ISSUER_BYTES} bytes")
+        if len(body) > ISSUER_ANSWER:
+            raise IssuerUnavailable(f"the OAuth issuer's answer is longer than {ISSUER_ANSWER} bytes")
     return bytes(body)
 
 
@@ -354,8 +353,8 @@ def _read_sync(answer: httpx2.Response, timeout: float) -> bytes:
     body = bytearray()
     for chunk in answer.iter_bytes():
         body += chunk
-        if len(body) > MAX_ISSUER_BYTES:
-            raise IssuerUnavailable(f"the answer is longer than {MAX_ISSUER_BYTES} bytes")
+        if len(body) > ISSUER_ANSWER:
+            raise IssuerUnavailable(f"the answer is longer than {ISSUER_ANSWER} bytes")
         if time.monotonic() > deadline:
             raise IssuerUnavailable(f"the answer took longer than {timeout:g}s")
     return bytes(body)

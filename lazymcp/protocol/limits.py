@@ -34,6 +34,9 @@ it the oldest is dropped, counted, and the first drop is reported on stderr."""
 CONNECT_TIMEOUT = 4.0
 """Seconds a remote server gets to take a connection (its name resolved, TCP and TLS done), apart from
 ``--timeout``: an address that cannot be reached is named in seconds, not after the request's timeout."""
+ISSUER_ANSWER = 64 * 1024
+"""Bytes of one answer of an authorization server (its metadata, a registration, a token, an introspection,
+a token exchange): past it the answer is refused. Real ones are a few kilobytes."""
 OUTBOX = 256
 """Lines queued toward an HTTP upstream before the proxy stops reading from its client."""
 MAX_PAGES = 1000

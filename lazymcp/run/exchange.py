@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import httpx2
 
 from lazymcp.access.exchange import NEEDS_PRINCIPAL, ExchangeRefused, ExchangeSettings, exchange_form, read_exchange
+from lazymcp.protocol.limits import ISSUER_ANSWER
 from lazymcp.run.connections import Connection, Connector, Refused
 from lazymcp.run.reach import SignInNeeded, failure_cause, shown
 from lazymcp.run.remote import HttpConnection
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
 
 TIMEOUT = 10.0
 """Seconds one exchange gets, in total."""
-MAX_ANSWER_BYTES = 64 * 1024
-"""Bytes read of the token endpoint's answer; past it the exchange fails."""
 CACHE_SIZE = 4096
 """Exchanged tokens kept at once."""
 MARGIN = 30.0
@@ -94,8 +93,8 @@ class Exchanges:
                     body = bytearray()
                     async for chunk in response.aiter_bytes():
                         body += chunk
-                        if len(body) > MAX_ANSWER_BYTES:
-                            too_long = f"answered over {MAX_ANSWER_BYTES} bytes"
+                        if len(body) > ISSUER_ANSWER:
+                            too_long = f"answered over {ISSUER_ANSWER} bytes"
                             raise ExchangeRefused(f"the token exchange at {where} {too_long}")
                     return read_exchange(response.status_code, bytes(body))
         except TimeoutError:

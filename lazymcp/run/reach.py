@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import socket
 import ssl
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httpx2
 
 from lazymcp.protocol import jsonrpc
-from lazymcp.protocol.limits import CONNECT_TIMEOUT
+from lazymcp.protocol.limits import CONNECT_TIMEOUT, ISSUER_ANSWER
 
 READ_TIMEOUT = 300.0
 """Seconds a response stream may stay silent (the SDK's own default: a stream may stay open)."""
@@ -37,6 +37,58 @@ STATUS_CAUSES = {
 
 class SignInNeeded(Exception):
     """A signed-in server refused its tokens and no refresh helped: the message says what to do."""
+
+
+class AnswerTooLong(Exception):
+    """An authorization server's answer went past ``ISSUER_ANSWER`` bytes; the message names its host."""
+
+
+class _Bounded(httpx2.AsyncByteStream):
+    """A response body that stops with ``AnswerTooLong`` once past ``ISSUER_ANSWER`` bytes."""
+
+    def __init__(self, stream: httpx2.AsyncByteStream, host: str) -> None:
+        self.stream, self.host = stream, host
+
+    def _past(self) -> AnswerTooLong:
+        return AnswerTooLong(f"the authorization server at {self.host} answered over {ISSUER_ANSWER} bytes")
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self.stream:
+            seen += len(chunk)
+            if seen > ISSUER_ANSWER:
+                raise self._past()
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+class BoundedAnswers(httpx2.Auth):
+    """The SDK's OAuth client (``inner``) with every answer to its own requests (discovery, registration,
+    token, refresh) bounded by ``ISSUER_ANSWER``; the request it signs, and its answer, are left alone."""
+
+    def __init__(self, inner: httpx2.Auth) -> None:
+        self.inner = inner
+
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        flow = self.inner.async_auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                if outgoing is not request:
+                    bounded = _Bounded(cast(httpx2.AsyncByteStream, response.stream), outgoing.url.host)
+                    length = response.headers.get("content-length", "")
+                    if length.isdigit() and int(length) > ISSUER_ANSWER:
+                        await response.aclose()
+                        raise bounded._past()  # pyright: ignore[reportPrivateUsage]
+                    response.stream = bounded
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
 
 
 def shown(url: str) -> str:
@@ -166,7 +218,7 @@ class Watched(httpx2.AsyncClient):
             if self.opened and isinstance(exc, httpx2.ReadTimeout):
                 raise  # a slow answer of a working server: its request's timeout says so
             return self._found(f"cannot reach {self.url}: {failure_cause(exc, request.url.host)}", request)
-        except SignInNeeded as exc:
+        except (SignInNeeded, AnswerTooLong) as exc:
             return self._found(f"{self.url}: {exc}", request)
         except Exception as exc:
             if self.sign_in is None or "OAuth" not in type(exc).__name__:

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from lazymcp.access.tokens import SignIns, TokenStore, sign_in_key, state_of
 from lazymcp.core.entries import ServerEntry
 from lazymcp.protocol.errors import UpstreamError
-from lazymcp.run.reach import SignInNeeded
+from lazymcp.run.reach import AnswerTooLong, BoundedAnswers, SignInNeeded
 
 if TYPE_CHECKING:
     from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
@@ -41,9 +41,9 @@ UNSET_REDIRECT = "http://127.0.0.1/callback"
 
 
 def _not_ended_here(record: logging.LogRecord) -> bool:
-    """Keep the SDK's log of a failed flow, but not of the ends lazymcp puts to one (a sign-in needed, or a
-    login's redirect that failed or never came): their line is said."""
-    return not (record.exc_info and isinstance(record.exc_info[1], SignInNeeded | UpstreamError))
+    """Keep the SDK's log of a failed flow, but not of the ends lazymcp puts to one (a sign-in needed, a
+    login's redirect that failed or never came, an answer past its bound): their line is said."""
+    return not (record.exc_info and isinstance(record.exc_info[1], SignInNeeded | UpstreamError | AnswerTooLong))
 
 
 logging.getLogger("mcp.client.auth.oauth2").addFilter(_not_ended_here)
@@ -241,7 +241,7 @@ def connection_auth(
     auth = provider(entry, kept, UNSET_REDIRECT, refused, never)
     auth.context.token_expiry_time = kept.expires_at()  # the SDK knows it only from a token it was sent
     kept.restore_discovered()
-    return auth
+    return BoundedAnswers(auth)
 
 
 INITIALIZE = {
@@ -273,12 +273,14 @@ async def sign_in(entry: ServerEntry, kept: Kept, redirect_uri: str, on_redirect
     kept.anew = True  # whatever is kept: the SDK loads the kept tokens at its first request, and would use them
     auth = provider(entry, kept, redirect_uri, on_redirect, on_callback)
     headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
-    async with httpx2.AsyncClient(auth=auth, timeout=TIMEOUT, headers=headers) as client:
+    async with httpx2.AsyncClient(auth=BoundedAnswers(auth), timeout=TIMEOUT, headers=headers) as client:
         try:
             response = await client.post(entry.url, json=INITIALIZE)
         except httpx2.TransportError as exc:
             host = urlsplit(entry.url).hostname or ""
             raise UpstreamError(f"cannot reach {shown(entry.url)}: {failure_cause(exc, host)}") from None
+        except AnswerTooLong as exc:
+            raise UpstreamError(f"the sign-in to {shown(entry.url)} failed: {exc}") from None
         except UpstreamError:
             raise
         except Exception as exc:

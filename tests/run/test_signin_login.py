@@ -4,6 +4,7 @@ carries the sign-in's code and state, answering anything else with 400."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -107,3 +108,50 @@ async def test_a_loopback_given_no_redirect_it_takes_gives_up_at_its_bound() -> 
             with pytest.raises(UpstreamError, match="no sign-in came back within 1 s"):
                 await loopback.code(1)
     assert refused.status_code == 400
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("told", ["chunked", "length"])
+async def test_an_authorization_server_answering_without_end_fails_the_login_in_one_line_at_its_bound(
+    tmp_path: Path, told: str
+) -> None:
+    """The server's 401 names its protected resource metadata, which comes without end (chunked) or says it
+    is 1 GB long: the login reads 64 KiB of it at most, and says so in one line naming the host."""
+    sent = 0
+
+    async def serve(stream: anyio.abc.SocketStream) -> None:
+        nonlocal sent
+        async with stream:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += await stream.receive()
+            path = head.split(b" ", 2)[1]
+            if path.startswith(b"/mcp"):
+                metadata = f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource"
+                await stream.send(
+                    b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n"
+                    + f'www-authenticate: Bearer resource_metadata="{metadata}"\r\n\r\n'.encode()
+                )
+                return
+            length = b"transfer-encoding: chunked" if told == "chunked" else b"content-length: 1000000000"
+            await stream.send(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n" + length + b"\r\n\r\n")
+            chunk = b'{"resource": "' + b"x" * 65536
+            with anyio.move_on_after(BOUND), contextlib.suppress(anyio.BrokenResourceError):
+                while sent < 1 << 30:
+                    framed = b"%x\r\n%s\r\n" % (len(chunk), chunk) if told == "chunked" else chunk
+                    await stream.send(framed)
+                    sent += len(chunk)
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    with anyio.fail_after(BOUND):
+        async with listener, anyio.create_task_group() as group:
+            group.start_soon(listener.serve, serve)
+            home = Home(tmp_path, f"http://127.0.0.1:{port}/mcp")
+            command = home.lazymcp("login", "signed", "--config", str(home.config), "--no-browser", "--wait", "30")
+            done = await anyio.run_process(command, env={**os.environ, **home.env}, check=False)
+            group.cancel_scope.cancel()
+    stderr = done.stderr.decode()
+    assert done.returncode != 0 and stderr.count("\n") == 1, stderr
+    assert f"the authorization server at 127.0.0.1 answered over {64 * 1024} bytes" in stderr, stderr
+    assert sent < 64 << 20  # read no further than the bound (and what the sockets' buffers hold)
