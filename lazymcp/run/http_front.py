@@ -32,6 +32,7 @@ Beside ``/mcp``: ``/healthz`` and ``/readyz`` for a load balancer (``lazymcp.run
 from __future__ import annotations
 
 import asyncio
+import collections
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -122,6 +123,8 @@ class HttpFront:
         self.grants: Grants | None = None
         """What each request's own credentials are granted (``lazymcp.run.http_grants``); None: all."""
         self._modern_lock = asyncio.Lock()
+        self._opening: collections.Counter[Principal] = collections.Counter()
+        """Sessions being opened (their servers starting), by principal: they count against the caps too."""
         self._closing: set[asyncio.Task[None]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.accepting = False
@@ -233,13 +236,16 @@ class HttpFront:
             for key, side in table.items()
             if side.principal == principal
         ]
+        opening = self._opening[principal]
         share = limits.max_principal_sessions or limits.max_sessions
-        if len(own) < share and len(self.sessions) + len(self.moderns) < limits.max_sessions:
+        held = len(self.sessions) + len(self.moderns) + self._opening.total()
+        if len(own) + opening < share and held < limits.max_sessions:
             return None
         idle = [found for found in own if not found[1][found[2]].waiting and not found[1][found[2]].streams]
         if not idle:
-            if len(own) >= share:
-                return f"this principal's {len(own)} sessions are all busy (--max-sessions-per-principal {share})"
+            if len(own) + opening >= share:
+                count = len(own) + opening
+                return f"this principal's {count} sessions are all busy (--max-sessions-per-principal {share})"
             return f"the {self.name} serves at most {limits.max_sessions} sessions, all of others (--max-sessions)"
         _, table, oldest = min(idle, key=lambda found: found[0])
         self._reap_later(table.pop(oldest), f"the {self.name} needed its place for a new session of its principal")
@@ -261,10 +267,15 @@ class HttpFront:
             limits=self.limits,
         )
         side.principal, side.grant = principal, grant
+        self._opening[principal] += 1  # filed by the caller as soon as this returns: no wait in between
         try:
             await side.driver.start(self.eager)
         except Exception as exc:  # a bug must cost one session, never the front
             side.driver.fail(f"internal error starting a session: {exc!r}")
+        finally:
+            self._opening[principal] -= 1
+            if not self._opening[principal]:
+                del self._opening[principal]
         if side.driver.done.done():
             message = side.driver.failure or "the session ended"
             await side.driver.close()

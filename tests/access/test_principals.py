@@ -170,6 +170,36 @@ async def test_one_principals_new_sessions_end_only_its_own_idle_sessions(tmp_pa
     assert after == [False, False, True, True, True]
 
 
+@pytest.mark.anyio
+async def test_sessions_one_principal_opens_at_once_are_held_to_its_share(tmp_path: Path) -> None:
+    """``--max-sessions-per-principal 1`` and four initializes of alice's at once: the sessions still opening
+    (their servers starting) count against her share, so one session of hers is left, not four."""
+    port = free_port()
+    tokens = tmp_path / "tokens"
+    tokens.write_text("alice: tok-a\n")
+    tokens.chmod(0o600)
+    flags = ["--token-file", str(tokens), "--max-sessions-per-principal", "1"]
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    alice = {"Authorization": "Bearer tok-a"}
+    body = json.dumps(request(1, "initialize", INIT)).encode()
+    opened: list[tuple[int, dict[str, str], bytes]] = []
+
+    async def open_one() -> None:
+        opened.append(await http(port, "POST", body, alice))
+
+    async with listening(gateway_command(config(tmp_path), port, *flags), port, env=env, stderr=None):
+        with anyio.fail_after(TIMEOUT * 2):
+            async with anyio.create_task_group() as group:
+                for _ in range(4):
+                    group.start_soon(open_one)
+            sessions = [
+                {**alice, "Mcp-Session-Id": found["mcp-session-id"]} for status, found, _ in opened if status == 200
+            ]
+            alive = [(await post(port, request(9, "ping"), session))[0] for session in sessions]
+    assert sorted(status for status, _, _ in opened if status != 200) == [503] * (4 - len(sessions)), opened
+    assert alive.count(200) == 1 and set(alive) <= {200, 404}, alive
+
+
 BRACKETED = """
 from mcp.server.mcpserver import MCPServer
 
