@@ -64,6 +64,17 @@ class _Bounded(httpx2.AsyncByteStream):
         await self.stream.aclose()
 
 
+async def bound_answer(response: httpx2.Response) -> None:
+    """Hold ``response``'s body to ``ISSUER_ANSWER`` bytes: at once when its length says more, else as it is
+    read (``AnswerTooLong``). An authorization server's answer; also an ``httpx2`` response event hook."""
+    bounded = _Bounded(cast(httpx2.AsyncByteStream, response.stream), response.request.url.host)
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > ISSUER_ANSWER:
+        await response.aclose()
+        raise bounded._past()  # pyright: ignore[reportPrivateUsage]
+    response.stream = bounded
+
+
 class BoundedAnswers(httpx2.Auth):
     """The SDK's OAuth client (``inner``) with every answer to its own requests (discovery, registration,
     token, refresh) bounded by ``ISSUER_ANSWER``; the request it signs, and its answer, are left alone."""
@@ -78,12 +89,7 @@ class BoundedAnswers(httpx2.Auth):
             while True:
                 response = yield outgoing
                 if outgoing is not request:
-                    bounded = _Bounded(cast(httpx2.AsyncByteStream, response.stream), outgoing.url.host)
-                    length = response.headers.get("content-length", "")
-                    if length.isdigit() and int(length) > ISSUER_ANSWER:
-                        await response.aclose()
-                        raise bounded._past()  # pyright: ignore[reportPrivateUsage]
-                    response.stream = bounded
+                    await bound_answer(response)
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return

@@ -4,8 +4,8 @@ The server's protected resource metadata (RFC 9728) names its authorization serv
 (RFC 8414) may name a ``revocation_endpoint``; the refresh token, then the access token, are sent there
 with the client's credentials (the entry's client, its metadata document's URL or the registration kept).
 A server without such an endpoint has nothing to revoke at. The whole exchange is bounded by
-``REVOKE_WAIT``; whatever goes wrong is said in one line without any value in it, and the sign-in is
-forgotten locally all the same.
+``REVOKE_WAIT``, each answer by ``ISSUER_ANSWER``; whatever goes wrong is said in one line without any value
+in it, and the sign-in is forgotten locally all the same.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from lazymcp.core.entries import ServerEntry
 from lazymcp.protocol.errors import UpstreamError
-from lazymcp.run.reach import failure_cause, shown
+from lazymcp.run.reach import AnswerTooLong, bound_answer, failure_cause, shown
 
 if TYPE_CHECKING:
     import httpx2
@@ -67,7 +67,8 @@ async def revoke(entry: ServerEntry, tokens: dict[str, Any], client_info: OAuthC
     host = urlsplit(entry.url).hostname or ""
     try:
         with anyio.fail_after(REVOKE_WAIT):
-            async with httpx2.AsyncClient(timeout=REVOKE_WAIT, follow_redirects=False) as client:
+            hooks = {"response": [bound_answer]}
+            async with httpx2.AsyncClient(timeout=REVOKE_WAIT, follow_redirects=False, event_hooks=hooks) as client:
                 endpoint = await revocation_endpoint(client, entry.url)
                 if endpoint is None:
                     return False
@@ -78,6 +79,8 @@ async def revoke(entry: ServerEntry, tokens: dict[str, Any], client_info: OAuthC
         raise UpstreamError(f"{shown(entry.url)} did not answer within {REVOKE_WAIT:g} s") from None
     except httpx2.TransportError as exc:
         raise UpstreamError(f"cannot reach {shown(entry.url)}: {failure_cause(exc, host)}") from None
+    except AnswerTooLong as exc:
+        raise UpstreamError(str(exc)) from None
     return True
 
 

@@ -5,6 +5,7 @@ carries the sign-in's code and state, answering anything else with 400."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -15,8 +16,11 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from lazymcp.access.tokens import TokenStore
+from lazymcp.gateway.config import parse_config
 from lazymcp.protocol.errors import UpstreamError
 from lazymcp.run.login import Loopback
+from lazymcp.run.signin import key_of
 
 from .test_signin import BOUND, Home, login, oauth_server
 
@@ -112,11 +116,13 @@ async def test_a_loopback_given_no_redirect_it_takes_gives_up_at_its_bound() -> 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("told", ["chunked", "length"])
-async def test_an_authorization_server_answering_without_end_fails_the_login_in_one_line_at_its_bound(
-    tmp_path: Path, told: str
+@pytest.mark.parametrize("command", ["login", "logout"])
+async def test_an_authorization_server_answering_without_end_fails_in_one_line_at_its_bound(
+    tmp_path: Path, told: str, command: str
 ) -> None:
     """The server's 401 names its protected resource metadata, which comes without end (chunked) or says it
-    is 1 GB long: the login reads 64 KiB of it at most, and says so in one line naming the host."""
+    is 1 GB long: the login, and the logout's revocation, read 64 KiB of it at most, and say so in one line
+    naming the host (the logout forgets the sign-in all the same)."""
     sent = 0
 
     async def serve(stream: anyio.abc.SocketStream) -> None:
@@ -148,10 +154,21 @@ async def test_an_authorization_server_answering_without_end_fails_the_login_in_
         async with listener, anyio.create_task_group() as group:
             group.start_soon(listener.serve, serve)
             home = Home(tmp_path, f"http://127.0.0.1:{port}/mcp")
-            command = home.lazymcp("login", "signed", "--config", str(home.config), "--no-browser", "--wait", "30")
-            done = await anyio.run_process(command, env={**os.environ, **home.env}, check=False)
+            if command == "login":
+                argv = home.lazymcp("login", "signed", "--config", str(home.config), "--no-browser", "--wait", "30")
+            else:
+                (entry,) = parse_config(json.loads(home.config.read_text())).enabled
+                kept = {"tokens": {"access_token": "access-1", "token_type": "Bearer", "refresh_token": "refresh-1"}}
+                TokenStore(home.tokens.parent).put(key_of(entry), kept)
+                argv = home.lazymcp("logout", "signed", "--config", str(home.config))
+            done = await anyio.run_process(argv, env={**os.environ, **home.env}, check=False)
             group.cancel_scope.cancel()
     stderr = done.stderr.decode()
-    assert done.returncode != 0 and stderr.count("\n") == 1, stderr
+    assert stderr.count("\n") == 1, stderr
     assert f"the authorization server at 127.0.0.1 answered over {64 * 1024} bytes" in stderr, stderr
+    if command == "login":
+        assert done.returncode != 0
+    else:
+        assert done.returncode == 0 and "not revoked at the server" in stderr, stderr
+        assert json.loads(home.tokens.read_text()) == {}  # forgotten all the same
     assert sent < 64 << 20  # read no further than the bound (and what the sockets' buffers hold)
