@@ -236,16 +236,15 @@ class HttpFront:
             for key, side in table.items()
             if side.principal == principal
         ]
-        opening = self._opening[principal]
+        mine = len(own) + self._opening[principal]
         share = limits.max_principal_sessions or limits.max_sessions
         held = len(self.sessions) + len(self.moderns) + self._opening.total()
-        if len(own) + opening < share and held < limits.max_sessions:
+        if mine < share and held < limits.max_sessions:
             return None
         idle = [found for found in own if not found[1][found[2]].waiting and not found[1][found[2]].streams]
         if not idle:
-            if len(own) + opening >= share:
-                count = len(own) + opening
-                return f"this principal's {count} sessions are all busy (--max-sessions-per-principal {share})"
+            if mine >= share:
+                return f"this principal's {mine} sessions are all busy (--max-sessions-per-principal {share})"
             return f"the {self.name} serves at most {limits.max_sessions} sessions, all of others (--max-sessions)"
         _, table, oldest = min(idle, key=lambda found: found[0])
         self._reap_later(table.pop(oldest), f"the {self.name} needed its place for a new session of its principal")

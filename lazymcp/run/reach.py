@@ -49,15 +49,12 @@ class _Bounded(httpx2.AsyncByteStream):
     def __init__(self, stream: httpx2.AsyncByteStream, host: str) -> None:
         self.stream, self.host = stream, host
 
-    def _past(self) -> AnswerTooLong:
-        return AnswerTooLong(f"the authorization server at {self.host} answered over {ISSUER_ANSWER} bytes")
-
     async def __aiter__(self) -> AsyncIterator[bytes]:
         seen = 0
         async for chunk in self.stream:
             seen += len(chunk)
             if seen > ISSUER_ANSWER:
-                raise self._past()
+                raise _too_long(self.host)
             yield chunk
 
     async def aclose(self) -> None:
@@ -67,12 +64,16 @@ class _Bounded(httpx2.AsyncByteStream):
 async def bound_answer(response: httpx2.Response) -> None:
     """Hold ``response``'s body to ``ISSUER_ANSWER`` bytes: at once when its length says more, else as it is
     read (``AnswerTooLong``). An authorization server's answer; also an ``httpx2`` response event hook."""
-    bounded = _Bounded(cast(httpx2.AsyncByteStream, response.stream), response.request.url.host)
+    host = response.request.url.host
     length = response.headers.get("content-length", "")
     if length.isdigit() and int(length) > ISSUER_ANSWER:
         await response.aclose()
-        raise bounded._past()  # pyright: ignore[reportPrivateUsage]
-    response.stream = bounded
+        raise _too_long(host)
+    response.stream = _Bounded(cast(httpx2.AsyncByteStream, response.stream), host)
+
+
+def _too_long(host: str) -> AnswerTooLong:
+    return AnswerTooLong(f"the authorization server at {host} answered over {ISSUER_ANSWER} bytes")
 
 
 class BoundedAnswers(httpx2.Auth):
