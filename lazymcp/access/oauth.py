@@ -62,11 +62,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from lazymcp.access.answers import AnswerTooLong, read_bounded, read_bounded_sync
 from lazymcp.access.bearer import Access, bearer_token, refusal
 from lazymcp.access.claims import Nameless, read_introspection, same_url
 from lazymcp.local.addresses import is_loopback
 from lazymcp.protocol.errors import ConfigError
-from lazymcp.protocol.limits import ISSUER_ANSWER
 
 DEFAULT_TIMEOUT = 10.0
 """Seconds the issuer gets for one introspection, in total (connecting, waiting, reading)."""
@@ -147,11 +147,13 @@ class IntrospectionVerifier:
                     "POST", self.endpoint, data=form, headers=headers, auth=self._auth
                 ) as answer:
                     status = answer.status_code
-                    body = await _read_async(answer)
+                    body = await read_bounded(answer)
         except TimeoutError:
             raise IssuerUnavailable(f"the OAuth issuer did not answer within {self.timeout:g}s") from None
         except httpx2.HTTPError as exc:
             raise IssuerUnavailable(f"cannot reach the OAuth issuer: {exc or type(exc).__name__}") from None
+        except AnswerTooLong as exc:
+            raise IssuerUnavailable(str(exc)) from None
         if status != 200:
             raise IssuerUnavailable(f"the OAuth issuer answered the introspection with HTTP {status}")
         try:
@@ -290,12 +292,12 @@ def discover_introspection(issuer: str, timeout: float = DEFAULT_TIMEOUT) -> str
                     if answer.status_code != 200:
                         tried.append(f"{url} (HTTP {answer.status_code})")
                         continue
-                    body = _read_sync(answer, timeout)
+                    body = read_bounded_sync(answer, timeout)
             except httpx2.HTTPError as exc:
                 raise ConfigError(
                     f"cannot read the metadata of OAuth issuer {issuer}: {exc or type(exc).__name__}"
                 ) from None
-            except IssuerUnavailable as exc:
+            except (AnswerTooLong, TimeoutError) as exc:
                 raise ConfigError(f"{url}: {exc}") from None
             try:
                 metadata = OAuthMetadata.model_validate_json(body)
@@ -336,25 +338,3 @@ def _checked_url(url: str, what: str, *, issuer: bool) -> str:
     if issuer and parts.query:
         raise ConfigError(f"{what} {url!r} may not have a query")
     return url
-
-
-async def _read_async(answer: httpx2.Response) -> bytes:
-    body = bytearray()
-    async for chunk in answer.aiter_bytes():
-        body += chunk
-        if len(body) > ISSUER_ANSWER:
-            raise IssuerUnavailable(f"the OAuth issuer's answer is longer than {ISSUER_ANSWER} bytes")
-    return bytes(body)
-
-
-def _read_sync(answer: httpx2.Response, timeout: float) -> bytes:
-    """The body, read within about ``timeout`` in total (each read is bounded by the client's timeout too)."""
-    deadline = time.monotonic() + timeout
-    body = bytearray()
-    for chunk in answer.iter_bytes():
-        body += chunk
-        if len(body) > ISSUER_ANSWER:
-            raise IssuerUnavailable(f"the answer is longer than {ISSUER_ANSWER} bytes")
-        if time.monotonic() > deadline:
-            raise IssuerUnavailable(f"the answer took longer than {timeout:g}s")
-    return bytes(body)

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from lazymcp.access.answers import AnswerTooLong, read_bounded
 from lazymcp.access.exchange import NEEDS_PRINCIPAL, ExchangeRefused, ExchangeSettings, exchange_form, read_exchange
 from lazymcp.protocol.limits import ISSUER_ANSWER
 from lazymcp.run.connections import Connection, Connector, Refused
@@ -90,18 +91,14 @@ class Exchanges:
             async with asyncio.timeout(self.timeout), httpx2.AsyncClient(timeout=self.timeout, auth=auth) as client:
                 form = exchange_form(settings, subject, resource)
                 async with client.stream("POST", settings.token_endpoint, data=form) as response:
-                    body = bytearray()
-                    async for chunk in response.aiter_bytes():
-                        body += chunk
-                        if len(body) > ISSUER_ANSWER:
-                            too_long = f"answered over {ISSUER_ANSWER} bytes"
-                            raise ExchangeRefused(f"the token exchange at {where} {too_long}")
-                    return read_exchange(response.status_code, bytes(body))
+                    return read_exchange(response.status_code, await read_bounded(response))
         except TimeoutError:
             raise ExchangeRefused(f"the token exchange at {where} did not answer in {self.timeout:g} s") from None
         except httpx2.HTTPError as exc:
             cause = failure_cause(exc, urlsplit(settings.token_endpoint).hostname or "")
             raise ExchangeRefused(f"the token exchange at {where} failed: {cause}") from None
+        except AnswerTooLong:
+            raise ExchangeRefused(f"the token exchange at {where} answered over {ISSUER_ANSWER} bytes") from None
 
 
 class ExchangedBearer(httpx2.Auth):

@@ -28,7 +28,9 @@ import httpx2
 from starlette.requests import Request
 from starlette.responses import Response
 
+from lazymcp.access.answers import AnswerTooLong, read_bounded
 from lazymcp.access.sealed import TICKET_LIFE, Sealer
+from lazymcp.protocol.limits import ISSUER_ANSWER
 from lazymcp.run.forward import FORWARDED_HEADER
 from lazymcp.run.notices import say
 from lazymcp.run.people_flow import FINISH_WAIT, page
@@ -45,8 +47,6 @@ SIGN_INS = "lazymcp:sign-ins"
 USED = "lazymcp:ticket-used:"
 STATE = "lazymcp:sign-in-state:"
 WAIT = REDIS_WAIT * 2
-ANSWER_LIMIT = 64 * 1024
-"""Bytes of a page another instance answers a callback sent on to it with (its own pages are a few hundred)."""
 NOTE_LIFE = 60.0
 """Seconds an announced sign-in change is taken for news: an older one (replayed) is ignored."""
 
@@ -160,14 +160,12 @@ class Callbacks:
                 httpx2.AsyncClient(timeout=FINISH_WAIT + 10, trust_env=False) as client,
                 client.stream("GET", url, headers=headers) as answer,
             ):
-                body = bytearray()
-                async for chunk in answer.aiter_bytes():
-                    body += chunk
-                    if len(body) > ANSWER_LIMIT:
-                        said = f"The instance this sign-in is under way on answered over {ANSWER_LIMIT // 1024} KiB."
-                        return page(502, said)
+                body = await read_bounded(answer)
         except httpx2.HTTPError:
             return None
+        except AnswerTooLong:
+            said = f"The instance this sign-in is under way on answered over {ISSUER_ANSWER // 1024} KiB."
+            return page(502, said)
         kept = {k: v for k, v in answer.headers.items() if k in ("content-type", "cache-control", "referrer-policy")}
         return Response(bytes(body), status_code=answer.status_code, headers=kept)
 

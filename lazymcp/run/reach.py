@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import socket
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httpx2
 
+from lazymcp.access.answers import AnswerTooLong
 from lazymcp.protocol import jsonrpc
-from lazymcp.protocol.limits import CONNECT_TIMEOUT, ISSUER_ANSWER
+from lazymcp.protocol.limits import CONNECT_TIMEOUT
 
 READ_TIMEOUT = 300.0
 """Seconds a response stream may stay silent (the SDK's own default: a stream may stay open)."""
@@ -37,65 +38,6 @@ STATUS_CAUSES = {
 
 class SignInNeeded(Exception):
     """A signed-in server refused its tokens and no refresh helped: the message says what to do."""
-
-
-class AnswerTooLong(Exception):
-    """An authorization server's answer went past ``ISSUER_ANSWER`` bytes; the message names its host."""
-
-
-class _Bounded(httpx2.AsyncByteStream):
-    """A response body that stops with ``AnswerTooLong`` once past ``ISSUER_ANSWER`` bytes."""
-
-    def __init__(self, stream: httpx2.AsyncByteStream, host: str) -> None:
-        self.stream, self.host = stream, host
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        seen = 0
-        async for chunk in self.stream:
-            seen += len(chunk)
-            if seen > ISSUER_ANSWER:
-                raise _too_long(self.host)
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self.stream.aclose()
-
-
-async def bound_answer(response: httpx2.Response) -> None:
-    """Hold ``response``'s body to ``ISSUER_ANSWER`` bytes: at once when its length says more, else as it is
-    read (``AnswerTooLong``). An authorization server's answer; also an ``httpx2`` response event hook."""
-    host = response.request.url.host
-    length = response.headers.get("content-length", "")
-    if length.isdigit() and int(length) > ISSUER_ANSWER:
-        await response.aclose()
-        raise _too_long(host)
-    response.stream = _Bounded(cast(httpx2.AsyncByteStream, response.stream), host)
-
-
-def _too_long(host: str) -> AnswerTooLong:
-    return AnswerTooLong(f"the authorization server at {host} answered over {ISSUER_ANSWER} bytes")
-
-
-class BoundedAnswers(httpx2.Auth):
-    """The SDK's OAuth client (``inner``) with every answer to its own requests (discovery, registration,
-    token, refresh) bounded by ``ISSUER_ANSWER``; the request it signs, and its answer, are left alone."""
-
-    def __init__(self, inner: httpx2.Auth) -> None:
-        self.inner = inner
-
-    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        flow = self.inner.async_auth_flow(request)
-        try:
-            outgoing = await flow.__anext__()
-            while True:
-                response = yield outgoing
-                if outgoing is not request:
-                    await bound_answer(response)
-                outgoing = await flow.asend(response)
-        except StopAsyncIteration:
-            return
-        finally:
-            await flow.aclose()
 
 
 def shown(url: str) -> str:

@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
+from lazymcp.access.answers import AnswerTooLong, bound_answer
 from lazymcp.core.entries import ServerEntry
 from lazymcp.protocol.errors import UpstreamError
-from lazymcp.run.reach import AnswerTooLong, bound_answer, failure_cause, shown
+from lazymcp.run.reach import failure_cause, shown
 
 if TYPE_CHECKING:
     import httpx2

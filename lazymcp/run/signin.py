@@ -21,10 +21,11 @@ import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from lazymcp.access.answers import AnswerTooLong, BoundedAnswers
 from lazymcp.access.tokens import SignIns, TokenStore, sign_in_key, state_of
 from lazymcp.core.entries import ServerEntry
 from lazymcp.protocol.errors import UpstreamError
-from lazymcp.run.reach import AnswerTooLong, BoundedAnswers, SignInNeeded
+from lazymcp.run.reach import SignInNeeded
 
 if TYPE_CHECKING:
     from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
