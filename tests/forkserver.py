@@ -204,6 +204,21 @@ def program_pid(pid: int) -> int:
         return pid
 
 
+def stand_in_pid(pid: int) -> int:
+    """The process a test (or a server it started) started, whose program runs in the process ``pid``: the
+    stand-in, whose command line is the program's; ``pid`` itself where nothing was handed over."""
+    address = os.environ.get(VARIABLE, "").partition("|")[2]
+    if not address:
+        return pid
+    directory = Path(address).parent
+    for record in directory.iterdir():
+        if record.name.isdigit():
+            with contextlib.suppress(OSError, ValueError):
+                if int(record.read_text()) == pid:
+                    return int(record.name)
+    return pid
+
+
 def passed_on() -> dict[str, str]:
     """The variables a server must be given to hand its program over: none outside a run with a fork server.
     A client that starts a server with an environment of its own choosing (the SDKs' stdio clients, the
@@ -214,10 +229,20 @@ def passed_on() -> dict[str, str]:
 
 
 def carry() -> None:
-    """Pass the fork server on to what the MCP SDK's stdio client starts: it gives a server a few safe
-    variables of its own choice (``get_default_environment``), which would leave these two out."""
+    """Pass the fork server on to what the MCP SDK's stdio client starts, and to what a gateway of this
+    run starts: both give a server a few safe variables of their own choice (the SDK's
+    ``get_default_environment``, lazymcp's ``SAFE`` base), which would leave these two out. Only the
+    variables' names are added to lazymcp's base, so a server still gets them only where the run has a
+    fork server; a test that asserts what a server is given sees them only with these names."""
     import mcp.client.stdio as stdio
 
+    try:
+        import lazymcp.local.environment as environment
+    except ImportError:  # a program of this run without lazymcp on its path
+        pass
+    else:
+        if VARIABLE not in environment.SAFE:
+            environment.SAFE = (*environment.SAFE, VARIABLE, "PYTHONPATH")
     default = stdio.get_default_environment
     if getattr(default, "carries_fork_server", False):
         return

@@ -15,6 +15,7 @@ import pytest
 from lazymcp.protocol.limits import MAX_ASKED, REFETCH_EVERY
 
 from ..conftest import exited, free_port
+from ..forkserver import stand_in_pid
 from ..raw import (
     INIT,
     INITIALIZED,
@@ -43,7 +44,7 @@ DEAF = "deaf from now on"
 
 
 def command_line(pid: int) -> str:
-    return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    return Path(f"/proc/{stand_in_pid(pid)}/cmdline").read_bytes().decode(errors="replace")
 
 
 def text_of(answer: dict[str, Any]) -> Any:
