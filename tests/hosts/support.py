@@ -21,6 +21,7 @@ import pytest
 
 from lazymcp.tools.tokens import count_tokens
 
+from ..forkserver import passed_on
 from ..interop.support import CACHE, lazymcp, node, npm_packages
 from .agent import TARGET
 from .fake import Recording, fake_model
@@ -128,6 +129,7 @@ def _invocation(
         key: os.environ[key] for key in ("PATH", "LANG", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS") if key in os.environ
     }
     env |= {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "NO_COLOR": "1", "CI": "1"}
+    env |= passed_on()  # the server the host starts starts warm, as the other tests' servers do
     host = VARIANTS[variant][0]
     if host == "claude":
         command, settings = _claude(installed, server, home, search=ENABLE_TOOL_SEARCH[variant])
