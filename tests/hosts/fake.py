@@ -337,7 +337,6 @@ class Handler(BaseHTTPRequestHandler):
         data = json.dumps(value).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
-        self.send_header("connection", "close")  # a socket the host keeps alive would hold its exit for seconds
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -350,7 +349,6 @@ class Handler(BaseHTTPRequestHandler):
         payload = "".join(chunks).encode()
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
-        self.send_header("connection", "close")  # a socket the host keeps alive would hold its exit for seconds
         self.send_header("content-length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
