@@ -181,6 +181,26 @@ def _start_fork_server() -> None:
         sys.stderr.write("tests: the fork server did not start; every process starts the ordinary way\n")
 
 
+_warmed: set[str] = set()
+
+
+def warm_environment(python: Path, *preload: str) -> None:
+    """Processes of the Python environment of ``python`` (another than the run's) start warm too, from a fork
+    server of their own started here at the first call, with ``preload`` imported: where the run has a fork
+    server, and only for this process and what it starts."""
+    from .forkserver import ForkServer, addresses
+
+    if not addresses() or str(python) in _warmed or not python.exists():
+        return
+    _warmed.add(str(python))
+    server = ForkServer(str(python), preload)
+    if server.ready():
+        server.export()
+        _fork_servers.append(server)
+    else:
+        server.close()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     while _fork_servers:
         _fork_servers.pop().close()

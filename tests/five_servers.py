@@ -23,6 +23,8 @@ NPM_PACKAGES = ("@modelcontextprotocol/server-memory@2026.8.31", "@modelcontextp
 """The other two npm servers (server-everything is installed on its own, for the tests that need only it)."""
 PYPI_PACKAGES = ("mcp-server-time==2026.10.19", "mcp-server-git==2026.10.19")
 NODE_SERVERS = ("everything", "memory", "filesystem")
+PYPI_IMPORTS = ("mcp.client.stdio", "mcp.server.mcpserver", "pydantic", "mcp_server_time", "mcp_server_git", "git")
+"""What the two PyPI servers import before they serve: a fork server of their environment imports it once."""
 
 
 @dataclass(frozen=True, slots=True)

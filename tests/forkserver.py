@@ -93,7 +93,7 @@ def _become(conn: socket.socket, fds: list[int], request: dict[str, Any]) -> dic
 
     _die_with_stand_in(conn)
     if VARIABLE in os.environ:
-        carry()
+        carry(into_lazymcp="lazymcp" in sys.modules)
     return request
 
 
@@ -192,30 +192,35 @@ def _record(path: str, stand_in: object, pid: int) -> str | None:
     return record
 
 
+def addresses(value: str | None = None) -> dict[str, str]:
+    """The run's fork servers, from ``VARIABLE``'s value: the prefix of the Python environment each serves
+    -> its socket's path. Entries are ``PREFIX|SOCKET``, joined by ``os.pathsep``."""
+    found: dict[str, str] = {}
+    for entry in (os.environ.get(VARIABLE, "") if value is None else value).split(os.pathsep):
+        prefix, _, socket_path = entry.partition("|")
+        if socket_path:
+            found[prefix] = socket_path
+    return found
+
+
 def program_pid(pid: int) -> int:
     """The process that runs the program of the process ``pid`` a test started: ``pid`` itself, or the fork
     it handed its program over to."""
-    address = os.environ.get(VARIABLE, "").partition("|")[2]
-    if not address:
-        return pid
-    try:
-        return int(Path(address).with_name(str(pid)).read_text())
-    except (OSError, ValueError):
-        return pid
+    for address in addresses().values():
+        with contextlib.suppress(OSError, ValueError):
+            return int(Path(address).with_name(str(pid)).read_text())
+    return pid
 
 
 def stand_in_pid(pid: int) -> int:
     """The process a test (or a server it started) started, whose program runs in the process ``pid``: the
     stand-in, whose command line is the program's; ``pid`` itself where nothing was handed over."""
-    address = os.environ.get(VARIABLE, "").partition("|")[2]
-    if not address:
-        return pid
-    directory = Path(address).parent
-    for record in directory.iterdir():
-        if record.name.isdigit():
-            with contextlib.suppress(OSError, ValueError):
-                if int(record.read_text()) == pid:
-                    return int(record.name)
+    for address in addresses().values():
+        for record in Path(address).parent.iterdir():
+            if record.name.isdigit():
+                with contextlib.suppress(OSError, ValueError):
+                    if int(record.read_text()) == pid:
+                        return int(record.name)
     return pid
 
 
@@ -223,12 +228,12 @@ def passed_on() -> dict[str, str]:
     """The variables a server must be given to hand its program over: none outside a run with a fork server.
     A client that starts a server with an environment of its own choosing (the SDKs' stdio clients, the
     Inspector's ``-e``) is given these."""
-    if "|" not in os.environ.get(VARIABLE, ""):
+    if not addresses():
         return {}
     return {name: os.environ[name] for name in (VARIABLE, "PYTHONPATH") if name in os.environ}
 
 
-def carry() -> None:
+def carry(*, into_lazymcp: bool = True) -> None:
     """Pass the fork server on to what the MCP SDK's stdio client starts, and to what a gateway of this
     run starts: both give a server a few safe variables of their own choice (the SDK's
     ``get_default_environment``, lazymcp's ``SAFE`` base), which would leave these two out. Only the
@@ -237,6 +242,8 @@ def carry() -> None:
     import mcp.client.stdio as stdio
 
     try:
+        if not into_lazymcp:  # a fork server of another environment: only what its programs import
+            raise ImportError
         import lazymcp.local.environment as environment
     except ImportError:  # a program of this run without lazymcp on its path
         pass
@@ -303,12 +310,21 @@ def _run(request: dict[str, Any]) -> None:
 class ForkServer:
     """The fork server of one test run (on the controller; workers and every child inherit its address)."""
 
-    def __init__(self) -> None:
+    def __init__(self, python: str = sys.executable, preload: tuple[str, ...] = ()) -> None:
+        """A fork server of the environment of ``python``, its copies starting with ``preload`` imported
+        (none given: ``PRELOADED``)."""
         self.directory = tempfile.mkdtemp(prefix="lazymcp-forkserver-")
         self.path = os.path.join(self.directory, "socket")
+        self.prefix = (
+            subprocess.run(
+                [python, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True, check=True, timeout=60
+            ).stdout.strip()
+            if python != sys.executable
+            else sys.prefix
+        )
         env = {name: value for name, value in os.environ.items() if name != VARIABLE}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.forkserver", self.path],
+            [python, "-m", "tests.forkserver", self.path, *preload],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=Path(__file__).resolve().parents[1],
@@ -328,8 +344,13 @@ class ForkServer:
         return False
 
     def export(self) -> None:
-        os.environ[VARIABLE] = f"{sys.prefix}|{self.path}"
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [HAND_OVER, os.environ.get("PYTHONPATH")]))
+        """Name this fork server in this process's environment, beside the others, for every process it starts."""
+        known = addresses(os.environ.get(VARIABLE, "") if "|" in os.environ.get(VARIABLE, "") else "")
+        known[self.prefix] = self.path
+        os.environ[VARIABLE] = os.pathsep.join(f"{prefix}|{path}" for prefix, path in known.items())
+        paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if HAND_OVER not in paths:
+            os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [HAND_OVER, *paths]))
 
     def close(self) -> None:
         if self.process.stdin is not None:
@@ -349,7 +370,7 @@ class ForkServer:
 def main() -> None:
     import gc
 
-    for module in PRELOADED:
+    for module in sys.argv[2:] or PRELOADED:
         try:
             __import__(module)
         except ImportError:  # what this install lacks, a copy imports (or not) as the program would

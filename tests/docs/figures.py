@@ -16,8 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..conftest import CATALOGS, FIVE_SERVERS
+from ..conftest import CATALOGS, FIVE_SERVERS, warm_environment
 from ..doc_tables import DOCS, README, ROOT, DocTable
+from ..five_servers import PYPI_IMPORTS
 
 COMBINED = CATALOGS / "combined.json"
 HEADLINE = DocTable(
@@ -67,6 +68,7 @@ def gateway_stats() -> str:
     with tempfile.TemporaryDirectory(prefix="lazymcp-figures-") as scratch:
         config = Path(scratch) / "mcp.json"
         servers = FIVE_SERVERS.entries(FILES, Path(scratch) / "memory.jsonl", ROOT)
+        warm_environment(FIVE_SERVERS.python / "bin" / "python", *PYPI_IMPORTS)
         config.write_text(json.dumps({"mcpServers": servers, "lazymcp": {"mode": "describe"}}))
         printed = stats("--config", str(config), cache=Path(scratch) / "cache")
     return "```\n$ lazymcp stats --config mcp.json\n" + printed.strip("\n") + "\n```\n"

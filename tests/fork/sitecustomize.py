@@ -28,8 +28,12 @@ def _hand_over() -> None:
     import os
     import sys
 
-    prefix, _, address = os.environ.get("LAZYMCP_TEST_FORKSERVER", "").partition("|")
-    if not address or prefix != sys.prefix or "COVERAGE_PROCESS_START" in os.environ:
+    address = ""
+    for entry in os.environ.get("LAZYMCP_TEST_FORKSERVER", "").split(os.pathsep):
+        prefix, _, path = entry.partition("|")
+        if prefix == sys.prefix:
+            address = path
+    if not address or "COVERAGE_PROCESS_START" in os.environ:
         return
     if "COVERAGE_PROCESS_CONFIG" in os.environ:
         return

@@ -26,8 +26,8 @@ from lazymcp.cli import main
 from lazymcp.client import LazyClient, raw_request
 from lazymcp.protocol.errors import ErrorCode
 
-from ..conftest import FIVE_SERVERS, NPM_CACHE, ROOT, STOCK_METAS, install_lock, npm_install
-from ..five_servers import NPM_PACKAGES, PYPI_PACKAGES
+from ..conftest import FIVE_SERVERS, NPM_CACHE, ROOT, STOCK_METAS, install_lock, npm_install, warm_environment
+from ..five_servers import NPM_PACKAGES, PYPI_IMPORTS, PYPI_PACKAGES
 from ..raw import hostile
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
@@ -64,6 +64,7 @@ def python_servers() -> dict[str, list[str]]:
             )
             assert done.returncode == 0, done.stderr
             marker.write_text(json.dumps(list(PYPI_PACKAGES)))
+    warm_environment(bin_dir / "python", *PYPI_IMPORTS)
     return {"time": [str(bin_dir / "mcp-server-time")], "git": [str(bin_dir / "mcp-server-git")]}
 
 
