@@ -198,7 +198,11 @@ def children(pid: int) -> list[int]:
     processes that run them, where a program was handed over (``tests/forkserver.py``)."""
     found: list[int] = []
     for task in Path(f"/proc/{program_pid(pid)}/task").iterdir():
-        found += [program_pid(int(child)) for child in (task / "children").read_text().split()]
+        try:
+            listed = (task / "children").read_text().split()
+        except FileNotFoundError:  # a thread that ended since the directory was read
+            continue
+        found += [program_pid(int(child)) for child in listed]
     return found
 
 
