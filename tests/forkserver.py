@@ -192,11 +192,12 @@ def _record(path: str, stand_in: object, pid: int) -> str | None:
     return record
 
 
-def addresses(value: str | None = None) -> dict[str, str]:
-    """The run's fork servers, from ``VARIABLE``'s value: the prefix of the Python environment each serves
-    -> its socket's path. Entries are ``PREFIX|SOCKET``, joined by ``os.pathsep``."""
+def addresses() -> dict[str, str]:
+    """The run's fork servers, from ``VARIABLE``: the prefix of the Python environment each serves -> its
+    socket's path. Entries are ``PREFIX|SOCKET``, joined by ``os.pathsep`` (``tests/fork/sitecustomize.py``
+    reads them too, with nothing of the tests importable)."""
     found: dict[str, str] = {}
-    for entry in (os.environ.get(VARIABLE, "") if value is None else value).split(os.pathsep):
+    for entry in os.environ.get(VARIABLE, "").split(os.pathsep):
         prefix, _, socket_path = entry.partition("|")
         if socket_path:
             found[prefix] = socket_path
@@ -241,15 +242,12 @@ def carry(*, into_lazymcp: bool = True) -> None:
     fork server; a test that asserts what a server is given sees them only with these names."""
     import mcp.client.stdio as stdio
 
-    try:
-        if not into_lazymcp:  # a fork server of another environment: only what its programs import
-            raise ImportError
-        import lazymcp.local.environment as environment
-    except ImportError:  # a program of this run without lazymcp on its path
-        pass
-    else:
-        if VARIABLE not in environment.SAFE:
-            environment.SAFE = (*environment.SAFE, VARIABLE, "PYTHONPATH")
+    if into_lazymcp:  # not in a fork server of another environment: only what its programs import
+        with contextlib.suppress(ImportError):  # a program of this run without lazymcp on its path
+            import lazymcp.local.environment as environment
+
+            if VARIABLE not in environment.SAFE:
+                environment.SAFE = (*environment.SAFE, VARIABLE, "PYTHONPATH")
     default = stdio.get_default_environment
     if getattr(default, "carries_fork_server", False):
         return
@@ -345,7 +343,7 @@ class ForkServer:
 
     def export(self) -> None:
         """Name this fork server in this process's environment, beside the others, for every process it starts."""
-        known = addresses(os.environ.get(VARIABLE, "") if "|" in os.environ.get(VARIABLE, "") else "")
+        known = addresses()  # ("on" and "off" name none)
         known[self.prefix] = self.path
         os.environ[VARIABLE] = os.pathsep.join(f"{prefix}|{path}" for prefix, path in known.items())
         paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
