@@ -4,6 +4,7 @@ waits every test uses (on an event, or on a condition with a deadline)."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import fcntl
 import inspect
 import json
@@ -208,6 +209,29 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         import shutil
 
         shutil.rmtree(_groups.pop(), ignore_errors=True)
+
+
+LOGS = pytest.StashKey[list[Path]]()
+LOG_TAIL = 6000
+"""Characters of a long-lived process's log shown under a failed test."""
+
+
+def log_on_failure(node: pytest.Item | pytest.Collector, path: Path) -> None:
+    """Show the end of ``path`` (a process's stderr, written there by a fixture of ``node``'s scope) under
+    every test of ``node`` that fails: a module's gateway says what it was doing when a request hung."""
+    node.stash.setdefault(LOGS, []).append(path)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if not report.failed:
+        return
+    for node in item.listchain():
+        for path in node.stash.get(LOGS, []):
+            with contextlib.suppress(OSError):
+                report.sections.append((f"log {path.name}", path.read_text(errors="replace")[-LOG_TAIL:]))
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ import anyio
 import httpx2
 import pytest
 
-from ..conftest import SERVERS, free_port, until, until_listening
+from ..conftest import SERVERS, free_port, log_on_failure, until, until_listening
 from ..raw import PID_SERVER, TIMEOUT, config_of, http, http_gateway, open_session, post, request, tool_call
 from ..services import instance, needs_redis, redis_server
 from .test_observe import samples
@@ -38,7 +38,7 @@ def bearer(name: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+def port(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """One gateway for the module: ``math`` and ``lim`` (a plain server, ``lim`` at one call a minute),
     ``f`` (a server a call can kill), four tokens, the policy above, at most 100 calls a minute each."""
     where = tmp_path_factory.mktemp("metrics")
@@ -56,7 +56,10 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(path), "--http", f"127.0.0.1:{number}"]
     flags = ["--token-file", str(tokens), "--mode", "proxy", "--rate-limit", "100/min"]
     environ = {**os.environ, "LAZYMCP_CACHE_DIR": str(where / "cache")}
-    process = subprocess.Popen([*command, *flags], env=environ)
+    log = where / "gateway.log"
+    log_on_failure(request.node, log)
+    with log.open("wb") as stderr:
+        process = subprocess.Popen([*command, *flags], env=environ, stderr=stderr)
     try:
         anyio.run(lambda: until_listening(number, within=TIMEOUT))
         yield number
@@ -175,7 +178,7 @@ async def test_denied_total_counts_calls_the_policy_refuses_direct_or_through_in
         await post(port, invoke(11, "math__upper", text="x"), session)
         _, granted = await post(port, tool_call(12, "math__echo", text="x"), session)
     after = await scrape(port)
-    assert granted is not None and "result" in granted
+    assert granted is not None and "result" in granted, granted
     assert moved(before, after, "lazymcp_denied_total") == 2
     assert moved(before, after, "lazymcp_tool_calls_total", server="", tool="", outcome="denied") == 2
     assert moved(before, after, "lazymcp_rate_limited_total") == 0
