@@ -62,7 +62,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from lazymcp.access.answers import AnswerTooLong, read_bounded, read_bounded_sync
+from lazymcp.access.answers import ENCODINGS, AnswerTooLong, read_bounded, read_bounded_sync
 from lazymcp.access.bearer import Access, bearer_token, refusal
 from lazymcp.access.claims import Nameless, read_introspection, same_url
 from lazymcp.local.addresses import is_loopback
@@ -140,7 +140,7 @@ class IntrospectionVerifier:
             limits = httpx2.Limits(max_connections=MAX_INTROSPECTIONS, max_keepalive_connections=MAX_INTROSPECTIONS)
             self._http = httpx2.AsyncClient(timeout=self.timeout, limits=limits)
         form = {"token": token, "token_type_hint": "access_token"}
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", "Accept-Encoding": ENCODINGS}
         try:
             async with asyncio.timeout(self.timeout):  # httpx's timeouts bound each read, not the whole answer
                 async with self._http.stream(
@@ -288,7 +288,9 @@ def discover_introspection(issuer: str, timeout: float = DEFAULT_TIMEOUT) -> str
     with httpx2.Client(timeout=timeout) as http:
         for url in metadata_urls(issuer):
             try:
-                with http.stream("GET", url, headers={"Accept": "application/json"}) as answer:
+                with http.stream(
+                    "GET", url, headers={"Accept": "application/json", "Accept-Encoding": ENCODINGS}
+                ) as answer:
                     if answer.status_code != 200:
                         tried.append(f"{url} (HTTP {answer.status_code})")
                         continue

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from lazymcp.access.answers import AnswerTooLong, read_bounded
+from lazymcp.access.answers import ENCODINGS, AnswerTooLong, read_bounded
 from lazymcp.access.exchange import NEEDS_PRINCIPAL, ExchangeRefused, ExchangeSettings, exchange_form, read_exchange
 from lazymcp.protocol.limits import ISSUER_ANSWER
 from lazymcp.run.connections import Connection, Connector, Refused
@@ -90,7 +90,9 @@ class Exchanges:
         try:
             async with asyncio.timeout(self.timeout), httpx2.AsyncClient(timeout=self.timeout, auth=auth) as client:
                 form = exchange_form(settings, subject, resource)
-                async with client.stream("POST", settings.token_endpoint, data=form) as response:
+                async with client.stream(
+                    "POST", settings.token_endpoint, data=form, headers={"Accept-Encoding": ENCODINGS}
+                ) as response:
                     return read_exchange(response.status_code, await read_bounded(response))
         except TimeoutError:
             raise ExchangeRefused(f"the token exchange at {where} did not answer in {self.timeout:g} s") from None

@@ -28,7 +28,7 @@ import httpx2
 from starlette.requests import Request
 from starlette.responses import Response
 
-from lazymcp.access.answers import AnswerTooLong, read_bounded
+from lazymcp.access.answers import ENCODINGS, AnswerTooLong, read_bounded
 from lazymcp.access.sealed import TICKET_LIFE, Sealer
 from lazymcp.protocol.limits import ISSUER_ANSWER
 from lazymcp.run.forward import FORWARDED_HEADER
@@ -154,6 +154,7 @@ class Callbacks:
             return None
         headers = {"host": request.headers.get("host", ""), "cookie": request.headers.get("cookie", "")}
         headers[FORWARDED_HEADER] = "callback"
+        headers["accept-encoding"] = ENCODINGS
         url = f"{owner.decode()}{request.url.path}?{request.url.query}"
         try:
             async with (

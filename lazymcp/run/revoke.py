@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
-from lazymcp.access.answers import AnswerTooLong, bound_answer
+from lazymcp.access.answers import ENCODINGS, AnswerTooLong, bound_answer
 from lazymcp.core.entries import ServerEntry
 from lazymcp.protocol.errors import UpstreamError
 from lazymcp.run.reach import failure_cause, shown
@@ -68,8 +68,10 @@ async def revoke(entry: ServerEntry, tokens: dict[str, Any], client_info: OAuthC
     host = urlsplit(entry.url).hostname or ""
     try:
         with anyio.fail_after(REVOKE_WAIT):
-            hooks = {"response": [bound_answer]}
-            async with httpx2.AsyncClient(timeout=REVOKE_WAIT, follow_redirects=False, event_hooks=hooks) as client:
+            hooks, asked = {"response": [bound_answer]}, {"accept-encoding": ENCODINGS}
+            async with httpx2.AsyncClient(
+                timeout=REVOKE_WAIT, follow_redirects=False, event_hooks=hooks, headers=asked
+            ) as client:
                 endpoint = await revocation_endpoint(client, entry.url)
                 if endpoint is None:
                     return False
