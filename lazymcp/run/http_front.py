@@ -125,6 +125,8 @@ class HttpFront:
         self._modern_lock = asyncio.Lock()
         self._opening: collections.Counter[Principal] = collections.Counter()
         """Sessions being opened (their servers starting), by principal: they count against the caps too."""
+        self._starting: set[HttpSession] = set()
+        """Those sessions themselves: not filed yet, but a reload reaches them (``sides``)."""
         self._closing: set[asyncio.Task[None]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.accepting = False
@@ -182,8 +184,8 @@ class HttpFront:
         return {"status": "ok"} if trouble is None else {"status": "degraded", "reason": trouble}
 
     def sides(self) -> list[HttpSession]:
-        """Every session, 2025 and 2026 alike."""
-        return [*self.sessions.values(), *self.moderns.values()]
+        """Every session, 2025 and 2026 alike, and those still starting."""
+        return [*self.sessions.values(), *self.moderns.values(), *self._starting]
 
     async def close(self) -> None:
         sides = self.sides()
@@ -267,11 +269,13 @@ class HttpFront:
         )
         side.principal, side.grant = principal, grant
         self._opening[principal] += 1  # filed by the caller as soon as this returns: no wait in between
+        self._starting.add(side)
         try:
             await side.driver.start(self.eager)
         except Exception as exc:  # a bug must cost one session, never the front
             side.driver.fail(f"internal error starting a session: {exc!r}")
         finally:
+            self._starting.discard(side)
             self._opening[principal] -= 1
             if not self._opening[principal]:
                 del self._opening[principal]

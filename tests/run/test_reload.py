@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2
 import pytest
 from mcp import Client, types
@@ -22,9 +23,11 @@ from mcp.client.streamable_http import streamable_http_client
 from ..conftest import exited, free_port, until
 from ..raw import (
     INIT,
+    INITIALIZED,
     MODERN_HEADERS,
     PID_SERVER,
     TIMEOUT,
+    http,
     listening,
     mcp_url,
     modern_call,
@@ -252,3 +255,51 @@ async def test_a_policy_edit_keeps_a_principal_s_2026_session_and_its_servers(tm
     assert reached.isdigit()
     assert after == before  # the same session, and so the same process of p
     assert refused is not None and ("error" in refused or refused["result"].get("isError")), refused
+
+
+@pytest.mark.anyio
+async def test_a_config_edit_reaches_a_session_still_starting_its_servers(tmp_path: Path) -> None:
+    """A session still connecting to its first server when the configuration changes (an SSE server that
+    has not answered its stream's request yet: its ``initialize`` waits) is changed too: once open, it
+    lists the server added meanwhile."""
+    config, stderr = tmp_path / "mcp.json", tmp_path / "stderr"
+    asked, answer = anyio.Event(), anyio.Event()
+
+    async def hold(stream: anyio.abc.SocketStream) -> None:  # the SSE request, unanswered until told
+        async with stream:
+            await stream.receive()
+            asked.set()
+            await answer.wait()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    held = {"a": {"type": "sse", "url": f"http://127.0.0.1:{listener.extra(anyio.abc.SocketAttribute.local_port)}/sse"}}
+    write_config(config, held)
+    port = free_port()
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    opened: list[tuple[int, dict[str, str], bytes]] = []
+
+    async def open_session_held() -> None:
+        opened.append(await http(port, "POST", json.dumps(request(1, "initialize", INIT)).encode()))
+
+    with stderr.open("wb") as sink:
+        async with listening(command(config, port, "--log-level", "info"), port, env=env, stderr=sink.fileno()) as gw:
+            with anyio.fail_after(TIMEOUT):
+                async with listener, anyio.create_task_group() as group:
+                    group.start_soon(listener.serve, hold)
+                    group.start_soon(open_session_held)
+                    await asked.wait()
+                    write_config(config, {**held, "c": pid_entry()})
+                    gw.send_signal(signal.SIGHUP)
+                    await until(lambda: b"was read again" in stderr.read_bytes(), within=TIMEOUT, what="the edit read")
+                    assert not opened  # still starting as the edit applied
+                    answer.set()
+                    await until(lambda: bool(opened), within=TIMEOUT, what="the session open")
+                    group.cancel_scope.cancel()
+                status, headers, _ = opened[0]
+                assert status == 200, status
+                session = {"Mcp-Session-Id": headers["mcp-session-id"]}
+                await post(port, INITIALIZED, session)
+                _, listed = await post(port, request(2, "tools/list"), session)
+    assert listed is not None
+    names = [tool["name"] for tool in listed["result"]["tools"]]
+    assert "c__whoami" in names, names
