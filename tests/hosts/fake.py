@@ -262,8 +262,19 @@ def gemini_chunk(call: Call | None) -> dict[str, Any]:
 # --- the server --------------------------------------------------------------------------------------------
 
 
+def _deferred(body: dict[str, Any]) -> int | None:
+    """The index of the first tool of an Anthropic request sent with ``defer_loading`` (None: none is)."""
+    tools = body.get("tools")
+    for index, tool in enumerate(tools if isinstance(tools, list) else []):
+        if isinstance(tool, dict) and "defer_loading" in tool:
+            return index
+    return None
+
+
 class Handler(BaseHTTPRequestHandler):
     recording: Recording
+    refuse_deferred: bool = False
+    """Answer a request with a deferred tool as an endpoint that does not know ``defer_loading`` does."""
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:  # the server's own log, silenced
@@ -283,7 +294,13 @@ class Handler(BaseHTTPRequestHandler):
             self._json(400, {"error": {"message": "not JSON"}})
             return
         path = self.path.split("?", 1)[0]
-        if path.endswith("/messages/count_tokens"):
+        deferred = _deferred(body) if self.refuse_deferred and "/messages" in path else None
+        if deferred is not None:
+            counted = path.endswith("/count_tokens")
+            self._record(Exchange("anthropic-count-refused" if counted else "anthropic-refused", body, None, None))
+            message = f"tools.{deferred}.defer_loading: Extra inputs are not permitted"
+            self._json(400, {"type": "error", "error": {"type": "invalid_request_error", "message": message}})
+        elif path.endswith("/messages/count_tokens"):
             self._record(Exchange("anthropic-count", body, None, None))
             self._json(200, {"input_tokens": anthropic_count(body)})
         elif path.endswith("/messages"):
@@ -355,10 +372,11 @@ class Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def fake_model() -> Iterator[tuple[str, Recording]]:
-    """A fake model API on a free loopback port: its base URL and what it recorded, until the block ends."""
+def fake_model(*, refuse_deferred: bool = False) -> Iterator[tuple[str, Recording]]:
+    """A fake model API on a free loopback port: its base URL and what it recorded, until the block ends
+    (``refuse_deferred``: it refuses Anthropic requests with deferred tools, 400)."""
     recording = Recording()
-    handler = type("BoundHandler", (Handler,), {"recording": recording})
+    handler = type("BoundHandler", (Handler,), {"recording": recording, "refuse_deferred": refuse_deferred})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)

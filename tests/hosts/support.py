@@ -55,6 +55,7 @@ VARIANTS = {
     "claude-force": ("claude", "tool search force"),
     "claude-unset": ("claude", "tool search unset"),
     "claude-nobetas": ("claude", "unset, no experimental betas"),
+    "claude-refused": ("claude", "unset, an API that refuses deferred tools"),
     "codex": ("codex", ""),
     "gemini": ("gemini", ""),
 }
@@ -67,12 +68,16 @@ ENABLE_TOOL_SEARCH = {
     "claude-force": "force",
     "claude-unset": None,
     "claude-nobetas": None,
+    "claude-refused": None,
 }
 """Claude Code's ``ENABLE_TOOL_SEARCH`` in each of its columns (None: unset; its API is the fake one, at
 another base URL than Anthropic's)."""
 NO_BETAS = {"claude-nobetas"}
 """The columns where Claude Code runs with ``CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS=1``, as its gateway and cloud
 providers set it."""
+REFUSED = {"claude-refused"}
+"""The columns whose fake API refuses a request with deferred tools (400 naming ``defer_loading``), as an
+endpoint in front of another model does: Claude Code then sends it again without them."""
 
 
 def modules(host: str) -> Path:
@@ -94,6 +99,8 @@ class Outcome:
     """The agent's answers that called a tool."""
     instructions: str = ""
     """The ``instructions`` of lazymcp's ``initialize`` result."""
+    refused: int = 0
+    """The model requests the fake API refused for their deferred tools."""
 
     def first(self) -> dict[str, Any]:
         if not self.requests:
@@ -114,7 +121,7 @@ def run(variant: str, mode: str, home: Path) -> Outcome:
     work.mkdir(exist_ok=True)
     tap = home / "tap.jsonl"
     server = server_command(mode, tap)
-    with fake_model() as (base, recording):
+    with fake_model(refuse_deferred=variant in REFUSED) as (base, recording):
         command, env = _invocation(variant, installed, base, server, home)
         output = _run(command, env, work)
         return _outcome(recording, tap, output)
@@ -235,7 +242,10 @@ def _outcome(recording: Recording, tap: Path, output: str) -> Outcome:
             instructions = result["instructions"]  # initialize's, or server/discover's
     problems = [exchange.problem for exchange in agent if exchange.problem]
     calls = sum(1 for exchange in agent if exchange.call is not None)
-    return Outcome([exchange.body for exchange in agent], received, problems, output, calls, instructions)
+    with recording.lock:
+        refused = sum(1 for exchange in recording.exchanges if exchange.api == "anthropic-refused")
+    bodies = [exchange.body for exchange in agent]
+    return Outcome(bodies, received, problems, output, calls, instructions, refused)
 
 
 # --- what is measured --------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 from ..conftest import ROOT
 from .agent import VALUES
 from .matrix import FAILING, MEASURED, differences
-from .support import HOSTS, MODES, RUN_TIMEOUT, VARIANTS, compact, measure, run, target_arguments
+from .support import HOSTS, MODES, REFUSED, RUN_TIMEOUT, VARIANTS, compact, measure, run, target_arguments
 
 RESULTS = ROOT / ".cache" / "hosts" / "results"
 """What each cell saw, in the checkout (git-ignored)."""
@@ -33,6 +33,9 @@ def test_host_calls_a_tool_through_lazymcp(variant: str, mode: str, tmp_path: Pa
             pytest.xfail(FAILING[(variant, mode)])
         pytest.fail(f"{variant} {mode} reaches the tool now: measure it and take it out of matrix.FAILING")
     assert not outcome.problems, f"the scripted model could not go on: {outcome.problems}\n{outcome.output}"
+    if variant in REFUSED:  # refused once, the host asks again with every definition in full
+        assert outcome.refused, f"the host deferred no tool, so nothing was refused\n{outcome.output}"
+        assert not any("defer_loading" in json.dumps(body) for body in outcome.requests)
     called = [args for args in map(target_arguments, outcome.received) if args is not None]
     assert called and called[-1] == VALUES, f"lazymcp received {outcome.received}\n{outcome.output}"
     cell = measure(outcome, HOSTS[VARIANTS[variant][0]].marker)
