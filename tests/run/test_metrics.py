@@ -54,7 +54,7 @@ def port(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     tokens.chmod(0o600)
     number = free_port()
     command = [sys.executable, "-m", "lazymcp", "gateway", "--config", str(path), "--http", f"127.0.0.1:{number}"]
-    flags = ["--token-file", str(tokens), "--mode", "proxy", "--rate-limit", "100/min"]
+    flags = ["--token-file", str(tokens), "--mode", "proxy", "--rate-limit", "100/min", "--log-level", "debug"]
     environ = {**os.environ, "LAZYMCP_CACHE_DIR": str(where / "cache")}
     log = where / "gateway.log"
     log_on_failure(request.node, log)
@@ -174,8 +174,12 @@ async def test_denied_total_counts_calls_the_policy_refuses_direct_or_through_in
     session = await open_session(port, bearer("bob"))
     before = await scrape(port)
     with anyio.fail_after(TIMEOUT):
-        await post(port, tool_call(10, "math__add", a=1, b=2), session)
-        await post(port, invoke(11, "math__upper", text="x"), session)
+        refused = [
+            await post(port, tool_call(10, "math__add", a=1, b=2), session),
+            await post(port, invoke(11, "math__upper", text="x"), session),
+        ]
+        for status, answer in refused:  # answered as tools it does not know, by the policy
+            assert status == 200 and answer is not None and "unknown_tool" in json.dumps(answer), (status, answer)
         _, granted = await post(port, tool_call(12, "math__echo", text="x"), session)
     after = await scrape(port)
     assert granted is not None and "result" in granted, granted
