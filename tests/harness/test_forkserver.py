@@ -14,9 +14,16 @@ import pytest
 from ..forkserver import VARIABLE, program_pid
 from ..raw import children, gone
 
-pytestmark = pytest.mark.skipif(
-    "|" not in os.environ.get(VARIABLE, ""), reason="the fork server is off (LAZYMCP_TEST_FORKSERVER=off, or not Linux)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        "|" not in os.environ.get(VARIABLE, ""),
+        reason="the fork server is off (LAZYMCP_TEST_FORKSERVER=off, or not Linux)",
+    ),
+    pytest.mark.skipif(
+        any(name in os.environ for name in ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")),
+        reason="under coverage every process starts the ordinary way (tests/fork/sitecustomize.py)",
+    ),
+]
 
 
 def test_a_program_runs_in_a_fork_with_its_own_arguments_directory_environment_and_exit_status(tmp_path) -> None:
