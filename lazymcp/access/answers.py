@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import zlib
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from typing import cast
 
 import httpx2
@@ -135,12 +135,18 @@ async def bound_answer(response: httpx2.Response) -> None:
         raise
 
 
+Review = Callable[[httpx2.Request, httpx2.Response], Awaitable[httpx2.Response]]
+"""Looks at the answer to one of the OAuth client's own requests, and gives it the answer it is to read."""
+
+
 class BoundedAnswers(httpx2.Auth):
     """The SDK's OAuth client (``inner``) with every answer to its own requests (discovery, registration,
-    token, refresh) bounded by ``ISSUER_ANSWER``; the request it signs, and its answer, are left alone."""
+    token, refresh) bounded by ``ISSUER_ANSWER``, then shown to ``review`` (if any) before the client reads
+    it; the request it signs, and its answer, are left alone."""
 
-    def __init__(self, inner: httpx2.Auth) -> None:
+    def __init__(self, inner: httpx2.Auth, review: Review | None = None) -> None:
         self.inner = inner
+        self.review = review
 
     async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         flow = self.inner.async_auth_flow(request)
@@ -152,6 +158,8 @@ class BoundedAnswers(httpx2.Auth):
                 response = yield outgoing
                 if outgoing is not request:
                     await bound_answer(response)
+                    if self.review is not None:
+                        response = await self.review(outgoing, response)
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return

@@ -18,8 +18,11 @@ import contextlib
 import functools
 import logging
 import time
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
 
 from lazymcp.access.answers import AnswerTooLong, BoundedAnswers
 from lazymcp.access.tokens import SignIns, TokenStore, sign_in_key, state_of
@@ -121,6 +124,33 @@ class Kept:
         self.store.put(self.key, kept)
         if self.context is not None:  # the SDK set its own expiry just before: refresh a little earlier
             self.context.token_expiry_time = kept["expires_at"]
+
+    async def rotated(self, sent: httpx2.Request, answer: httpx2.Response) -> httpx2.Response:
+        """``answer`` to one of the OAuth client's own requests, unless it refuses a refresh because another
+        process sharing this sign-in (another client's lazymcp, another gateway instance) refreshed first and
+        so spent the refresh token, as servers that rotate them do: then the tokens that process kept, as if
+        this refresh had got them. Kept tokens whose access token has expired too are not taken. (The
+        refusal itself is left to the HTTP client, which reads it once the flow has gone on.)"""
+        if answer.status_code not in (400, 401) or sent.method != "POST":
+            return answer
+        form = parse_qs(sent.content.decode(errors="replace"))
+        if form.get("grant_type") != ["refresh_token"]:
+            return answer
+        load: Callable[[str], Awaitable[None]] | None = getattr(self.store, "load", None)
+        if load is not None:  # kept elsewhere (Redis): fetched as it is now
+            await load(self.key)
+        kept = self._kept()
+        tokens, expires = kept.get("tokens"), kept.get("expires_at")
+        if not isinstance(tokens, dict) or cast(dict[str, Any], tokens).get("refresh_token") in (
+            None,
+            *form.get("refresh_token", []),
+        ):
+            return answer  # nothing newer is kept: the refusal stands
+        life = float(expires) - time.time() if isinstance(expires, int | float) else None
+        if life is not None and life <= 1:
+            return answer
+        lasting = {} if life is None else {"expires_in": int(life)}
+        return httpx2.Response(200, json={**cast(dict[str, Any], tokens), **lasting}, request=sent)
 
     def _discovered(self) -> dict[str, Any]:
         """The metadata the sign-in found (RFC 9728 and RFC 8414), to keep beside its tokens."""
@@ -242,7 +272,7 @@ def connection_auth(
     auth = provider(entry, kept, UNSET_REDIRECT, refused, never)
     auth.context.token_expiry_time = kept.expires_at()  # the SDK knows it only from a token it was sent
     kept.restore_discovered()
-    return BoundedAnswers(auth)
+    return BoundedAnswers(auth, kept.rotated)
 
 
 INITIALIZE = {
@@ -266,8 +296,6 @@ async def sign_in(entry: ServerEntry, kept: Kept, redirect_uri: str, on_redirect
     Raises:
         UpstreamError: the server cannot be reached, or the sign-in failed (said without any value).
     """
-    import httpx2
-
     from lazymcp.run.reach import TIMEOUT, failure_cause, shown
 
     assert entry.url is not None

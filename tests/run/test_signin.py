@@ -213,3 +213,31 @@ async def test_a_client_registered_beforehand_signs_in_without_its_secret_kept_a
     for secret in [CLIENT_SECRET, *tokens]:
         assert secret not in said
     assert "Traceback" not in said, said
+
+
+def said_by(answer: str) -> str:
+    """The text of a ``tools/call`` answer, as ``called`` gave it."""
+    return json.loads(answer)["result"]["content"][0]["text"]
+
+
+@pytest.mark.anyio
+async def test_two_gateways_of_one_user_go_on_signed_in_through_a_refresh_that_rotates(tmp_path: Path) -> None:
+    """Two clients' gateways of one user share one sign-in, and the server spends a refresh token on its
+    first use (rotation). Once the access token expired, the first gateway's call refreshes it; the second's
+    refresh, with the token already spent, is refused: it goes on with the tokens the first kept, signed in,
+    rather than asking the user to sign in again."""
+    with anyio.fail_after(BOUND):
+        async with oauth_server() as base:
+            home = Home(tmp_path, f"{base}/mcp")
+            await login(home)
+            async with gateway(home) as first, gateway(home) as second:
+                assert "alice, token" in await called(first, 2)
+                assert "alice, token" in await called(second, 2)
+                expires = home.kept()["expires_at"]
+                await until(lambda: time.time() > expires + 0.5, within=60, what="the access token's expiry")
+                refreshed = said_by(await called(first, 3))
+                after = await called(second, 3)
+            assert '"isError": true' not in after, after
+            assert said_by(after) == refreshed  # the token the first gateway got: none issued for the second
+    said = "\n".join(home.said)
+    assert "sign in again" not in said and "Traceback" not in said, said
