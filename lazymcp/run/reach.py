@@ -169,11 +169,11 @@ class Watched(httpx2.AsyncClient):
             return self._found(f"cannot reach {self.url}: {failure_cause(exc, request.url.host)}", request)
         except (SignInNeeded, AnswerTooLong) as exc:
             return self._found(f"{self.url}: {exc}", request)
-        except Exception as exc:
-            if self.sign_in is None or "OAuth" not in type(exc).__name__:
-                raise
+        except Exception as exc:  # raised past here, it would end the SDK's transport and leave calls unanswered
             failed = type(exc).__name__  # its message may quote what the server sent: only its kind is said
-            return self._found(f"{self.url}: the sign-in failed ({failed}): {self.sign_in} again", request)
+            if self.sign_in is not None and "OAuth" in failed:
+                return self._found(f"{self.url}: the sign-in failed ({failed}): {self.sign_in} again", request)
+            return self._found(f"{self.url}: a request to it failed ({failed})", request)
         status = response.status_code
         if status == 401 and self.sign_in is not None:
             await response.aclose()

@@ -71,6 +71,7 @@ class HttpConnection:
         client.on_cause = on_gone  # from now on, what makes the server unusable ends it
         outbox, pending = anyio.create_memory_object_stream[bytes](sys.maxsize)
         self._outbox = outbox
+        self._stack.callback(pending.close)  # runs after the pumps stopped
         group = await self._stack.enter_async_context(anyio.create_task_group())
         group.start_soon(self._read, read, on_line, on_gone)
         group.start_soon(self._write, pending, write)

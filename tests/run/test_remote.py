@@ -11,16 +11,18 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 
 from lazymcp.core.entries import ServerEntry
 from lazymcp.run.manifests import ManifestStore
+from lazymcp.run.remote import HttpConnection
 
 from ..conftest import build_plain, free_port, serving, tool, until
 from ..raw import INIT, INITIALIZED, gateway, peer, request, tool_call
@@ -212,3 +214,38 @@ async def test_an_sse_server_is_reached_behind_the_gateway_and_the_proxy(front: 
                 added = await client.call_tool(name, {"a": 2, "b": 3})
     assert name in [tool.name for tool in listing.tools]
     assert added.structured_content == {"result": 5}
+
+
+class _Breaks(httpx2.Auth):
+    """Signs every request until told to break, then fails inside its own flow, as a bug would."""
+
+    def __init__(self) -> None:
+        self.broken = False
+
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if self.broken:
+            raise RuntimeError("the flow broke")
+        yield request
+
+
+@pytest.mark.anyio
+async def test_a_request_that_fails_inside_the_http_client_fails_its_server_at_once_not_after_the_timeout() -> None:
+    """Whatever a request to a remote server raises (here the client's own auth flow, as a bug in it
+    would), the server fails at once, named with the URL and the error's kind: the SDK's transport is not
+    left to end in silence while the call waits out its timeout."""
+    port = free_port()
+    breaks = _Breaks()
+    async with serving(build_plain().streamable_http_app(), port) as url:
+        connection = HttpConnection(url, auth=breaks)
+        lines: list[bytes] = []
+        gone: list[str] = []
+        with anyio.fail_after(30):
+            await connection.start(lines.append, gone.append)
+            connection.send(json.dumps(request(1, "initialize", INIT)).encode() + b"\n")
+            await until(lambda: len(lines) == 1, within=20, what="initialize answered")
+            connection.send(json.dumps(INITIALIZED).encode() + b"\n")
+            breaks.broken = True
+            connection.send(json.dumps(tool_call(2, "add", a=1, b=2)).encode() + b"\n")
+            await until(lambda: bool(gone), within=20, what="the server failed")
+            await connection.stop()
+    assert gone == [f"{url}: a request to it failed (RuntimeError)"], gone
