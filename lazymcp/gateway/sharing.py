@@ -18,7 +18,8 @@ its own (its ``Upstream`` is unchanged); ``Sharing`` rewrites what crosses:
   reaches the server once, its last unsubscription too); every other notification of the server's
   (``list_changed``, log messages) goes to every session.
 - A session that leaves has its requests still in flight cancelled at the server, and the server's
-  requests to it answered with an error.
+  requests to it answered with an error; all but the first ``initialize``, which is the process's and not
+  the session's: the sessions waiting for it still get its answer, and the server ``initialized``.
 """
 
 from __future__ import annotations
@@ -93,6 +94,10 @@ class Sharing:
             return []
         out: list[Out] = []
         for server_id in lease.waiting.values():
+            call = self.calls.get(server_id)
+            if call is not None and call.method == "initialize":
+                call.lease = SERVER  # the process's handshake, never cancelled: its answer opens it for the rest
+                continue
             self.calls.pop(server_id, None)
             params = {"requestId": server_id, "reason": "the session ended"}
             out.append((SERVER, Frame({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})))

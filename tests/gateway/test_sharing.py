@@ -155,3 +155,25 @@ def test_reopen_opens_a_new_process_once_and_keeps_its_answer_from_the_sessions(
     ]
     assert sharing.from_session(b, note("notifications/initialized")) == []
     assert sharing.from_server(ok(call.id)) == [(a, ok(9))]
+
+
+def test_the_first_session_leaving_during_the_handshake_leaves_it_to_open_the_process_for_the_others() -> None:
+    """The session whose ``initialize`` went to the server leaves before the answer (its client closed it
+    while the server started): the handshake is not cancelled, and the sessions waiting on it get its
+    answer, the server ``initialized`` once, and calls go on."""
+    sharing = Sharing()
+    a, b = sharing.attach(), sharing.attach()
+    sent = to_server(sharing.from_session(a, req(1, "initialize", {"protocolVersion": "2025-11-25"})))
+    assert sharing.from_session(b, req("i", "initialize", {})) == []
+    assert sharing.detach(a) == []  # nothing cancelled at the server
+    out = sharing.from_server(ok(sent.id, {"serverInfo": {"name": "s"}}))
+    assert [(where, frame.id, frame.method) for where, frame in out] == [
+        (b, "i", None),
+        (SERVER, None, "notifications/initialized"),
+    ]
+    assert sharing.from_session(b, note("notifications/initialized")) == []
+    c = sharing.attach()
+    [(where, frame)] = sharing.from_session(c, req("x", "initialize", {}))
+    assert where == c and frame.message["result"]["serverInfo"] == {"name": "s"}
+    call = to_server(sharing.from_session(b, req(5, "tools/call", {"name": "t"})))
+    assert sharing.from_server(ok(call.id)) == [(b, ok(5))]

@@ -230,6 +230,27 @@ async def test_a_session_ending_leaves_the_process_to_the_others_and_the_last_on
     assert pid_of(still) == str(pid) and alive
 
 
+@pytest.mark.anyio
+async def test_a_session_closed_during_the_handshake_leaves_it_to_the_persons_other_session(tmp_path: Path) -> None:
+    """ada's two sessions share her process of ``p``, held at ``initialize`` (the first session's went to
+    it; the second's waits on it). The first is closed before the server answers: the second still gets
+    the answer, and its call goes through."""
+    gate = tmp_path / "gate"
+    entry = {"command": PID_SERVER[0], "args": PID_SERVER[1:], "env": {"HOLD_UNTIL": str(gate)}}
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"p": entry}}))
+    port = free_port()
+    async with http_gateway(path, tmp_path / "cache", port, token_file(tmp_path)):
+        with anyio.fail_after(TIMEOUT):
+            first, second = await open_session(port, bearer("ada")), await open_session(port, bearer("ada"))
+            await until(lambda: Path(f"{gate}.held").exists(), within=TIMEOUT, what="the server held in its handshake")
+            deleted, _, _ = await http(port, "DELETE", b"", first)
+            gate.touch()
+            status, answer = await post(port, tool_call(2, "p__whoami"), second)
+    assert deleted == 200 and status == 200, (deleted, status, answer)
+    assert answer is not None and pid_of(answer), answer
+
+
 class Heard:
     """What one lease's session hears: lines by id, and its end."""
 

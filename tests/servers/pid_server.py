@@ -1,10 +1,13 @@
 """A 2025-11-25 stdio MCP server (raw JSON-RPC) whose tool ``whoami`` answers with its process id (which
 client shares which server process is then plain to see), and whose tool ``raw`` answers with the line
 of the call exactly as it was read (what a proxy changed on the way is then plain to see). ``fetch``
-answers with structured content that has a ``method`` member, as an HTTP client tool's does."""
+answers with structured content that has a ``method`` member, as an HTTP client tool's does. With
+``HOLD_UNTIL`` set, it answers ``initialize`` only once that path exists (and writes ``<path>.held`` as it
+starts to wait): a test then holds a process in its handshake, and says when it may go on."""
 
 import json
 import os
+import time
 from typing import Any
 
 from raw_jsonrpc import answer, hello, messages, not_found
@@ -23,6 +26,12 @@ for line, message in messages():
     if request_id is None or method is None:
         continue
     if method == "initialize":
+        gate = os.environ.get("HOLD_UNTIL")
+        if gate:
+            open(f"{gate}.held", "w").close()
+            deadline = time.monotonic() + 120
+            while not os.path.exists(gate) and time.monotonic() < deadline:
+                time.sleep(0.02)
         answer(request_id, hello("pid"))
     elif method == "tools/list":
         answer(request_id, {"tools": TOOLS})
