@@ -212,6 +212,12 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    """``--config FILE`` (required) and ``--project DIR``: the client configuration a command reads."""
+    parser.add_argument("--config", metavar="FILE", required=True, help="mcpServers (or VS Code servers) JSON file")
+    add_project_option(parser)
+
+
 def add_project_option(parser: argparse.ArgumentParser) -> None:
     """``--project DIR``: which project's servers of Claude Code's ``~/.claude.json`` are read."""
     parser.add_argument(
@@ -263,8 +269,7 @@ def _gateway(commands: Any, common: argparse.ArgumentParser) -> None:
     usage = "lazymcp gateway --config FILE [--refresh] [--eager-start] [--mode auto --budget TOKENS] [options]"
     what = "every server of a client configuration behind one lazy endpoint"
     gateway = _subcommand(commands, common, "gateway", what, usage)
-    gateway.add_argument("--config", metavar="FILE", required=True, help="mcpServers (or VS Code servers) JSON file")
-    add_project_option(gateway)
+    add_config_option(gateway)
     gateway.add_argument("--refresh", action="store_true", help="start every server, rebuild its manifest, exit")
     gateway.add_argument("--eager-start", action="store_true", help="start every server at launch")
     gateway.add_argument(
@@ -348,8 +353,7 @@ def _check(commands: Any, common: argparse.ArgumentParser) -> None:
     usage = "lazymcp check --config FILE [--project DIR]"
     what = "check a client configuration without starting any server: every problem, one line each"
     check = _subcommand(commands, common, "check", what, usage)
-    check.add_argument("--config", metavar="FILE", required=True, help="mcpServers (or VS Code servers) JSON file")
-    add_project_option(check)
+    add_config_option(check)
 
 
 def _status(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -370,8 +374,7 @@ def _login(commands: Any, common: argparse.ArgumentParser) -> None:
     usage = "lazymcp login SERVER --config FILE [--no-browser] [--wait SECONDS]"
     login = _subcommand(commands, common, "login", "sign in to a remote server (OAuth) and keep the tokens", usage)
     login.add_argument("server", metavar="SERVER", help="the server's name in the configuration")
-    login.add_argument("--config", metavar="FILE", required=True, help="mcpServers (or VS Code servers) JSON file")
-    add_project_option(login)
+    add_config_option(login)
     login.add_argument(
         "--no-browser", action="store_true", help="print the sign-in URL only: open it in a browser yourself"
     )
@@ -381,8 +384,7 @@ def _login(commands: Any, common: argparse.ArgumentParser) -> None:
     usage = "lazymcp logout SERVER --config FILE"
     logout = _subcommand(commands, common, "logout", "forget the tokens of a remote server's sign-in", usage)
     logout.add_argument("server", metavar="SERVER", help="the server's name in the configuration")
-    logout.add_argument("--config", metavar="FILE", required=True, help="mcpServers (or VS Code servers) JSON file")
-    add_project_option(logout)
+    add_config_option(logout)
 
 
 def parser() -> argparse.ArgumentParser:
