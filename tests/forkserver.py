@@ -75,8 +75,12 @@ def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return json.loads(data[4:]), fds
 
 
-def _become(conn: socket.socket, fds: list[int], request: dict[str, Any]) -> dict[str, Any]:
-    """In the fork: take over the stand-in's streams, place and environment."""
+def _become(conn: socket.socket, fds: list[int], request: dict[str, Any], record: str | None) -> dict[str, Any]:
+    """In the fork: take over the stand-in's streams, place and environment; note which process runs the
+    stand-in's program (``record``) before the program can say anything."""
+    if record is not None:
+        with open(record, "w") as file:
+            file.write(str(os.getpid()))
     os.setpgid(0, 0)
     for number, fd in enumerate(fds):
         if fd != number:
@@ -147,16 +151,17 @@ def _serve(path: str) -> dict[str, Any]:
                 sys.stderr.write(f"forkserver: a hand-over failed: {exc}\n")
                 conn.close()
                 continue
+            record = _record(path, request.get("stand_in"))
             pid = os.fork()
             if pid == 0:
                 listener.close()
                 for other in children.values():
                     other.close()
                 conn.settimeout(None)
-                return _become(conn, fds, request)
+                return _become(conn, fds, request, record)
             for fd in fds:
                 os.close(fd)
-            stand_ins[pid] = _record(path, request.get("stand_in"), pid)
+            stand_ins[pid] = record
             try:
                 conn.sendall(b"P%d\n" % pid)
             except OSError:
@@ -182,14 +187,12 @@ def _serve(path: str) -> dict[str, Any]:
                 conn.close()
 
 
-def _record(path: str, stand_in: object, pid: int) -> str | None:
-    """Note which process runs the program of the stand-in ``stand_in`` (for :func:`program_pid`)."""
+def _record(path: str, stand_in: object) -> str | None:
+    """Where the fork notes which process runs the program of the stand-in ``stand_in`` (for
+    :func:`program_pid`); removed here once the program ended."""
     if not isinstance(stand_in, int):
         return None
-    record = os.path.join(os.path.dirname(path), str(stand_in))
-    with open(record, "w") as file:
-        file.write(str(pid))
-    return record
+    return os.path.join(os.path.dirname(path), str(stand_in))
 
 
 def addresses() -> dict[str, str]:

@@ -57,11 +57,14 @@ def ended(program: int) -> bool:
 
 def test_signals_reach_the_program_and_its_death_by_signal_is_the_stand_ins() -> None:
     with subprocess.Popen(SLEEPER, stdout=subprocess.PIPE, text=True) as started:
-        assert started.stdout is not None
-        program = int(started.stdout.readline())
-        assert program != started.pid and program_pid(started.pid) == program  # handed over, and found
-        started.send_signal(signal.SIGTERM)
-        assert started.wait(60) == -signal.SIGTERM
+        try:
+            assert started.stdout is not None
+            program = int(started.stdout.readline())
+            assert program != started.pid and program_pid(started.pid) == program  # handed over, and found
+            started.send_signal(signal.SIGTERM)
+            assert started.wait(60) == -signal.SIGTERM
+        finally:
+            started.kill()  # not left to sleep out its ten minutes when an assertion failed
     assert ended(program)
 
 
