@@ -93,11 +93,13 @@ async def test_a_server_that_stops_reading_stalls_neither_the_client_nor_the_oth
 
 @pytest.mark.anyio
 async def test_over_http_a_server_that_stops_reading_fails_at_its_bound_and_memory_stays_flat(tmp_path: Path) -> None:
+    """Calls of 4 MB each for ``a``, which stopped reading, wait for it until 16 MiB of them do: then it
+    fails, every call waiting on it is answered with the error (a later one starts it again), and ``b`` (sent
+    none of it) answers on."""
     port = free_port()
     config = config_of(tmp_path, a=hostile(), b=hostile())
-    progress = {"jsonrpc": "2.0", "method": "notifications/progress"}
-    progress["params"] = {"progressToken": "t", "progress": 1, "message": "x" * 4_000_000}  # type: ignore[assignment]
     outcome: list[Any] = []
+    flooded: list[Any] = []
     before = peak = 0
     with anyio.fail_after(TIMEOUT * 4):
         async with http_gateway(config, tmp_path / "cache", port, ["--mode", "eager"]) as process:
@@ -105,11 +107,12 @@ async def test_over_http_a_server_that_stops_reading_fails_at_its_bound_and_memo
             async with anyio.create_task_group() as group:
                 await put_in_flight(group, port, tool_call(2, "a__deaf"), session, outcome)
                 before = rss_kib(process.pid)
-                for _ in range(30):  # 120 MB for a server that reads none of it
-                    status, _ = await post(port, progress, session)
-                    assert status == 202
+                for number in range(30):  # 120 MB for a server that reads none of it
+                    call = tool_call(100 + number, "a__echo", text="x" * 4_000_000)
+                    await put_in_flight(group, port, call, session, flooded)
                     peak = max(peak, rss_kib(process.pid))
             status, echoed = await post(port, tool_call(3, "b__echo", text="still here"), session)
+    assert len(flooded) == 30 and all(answer is not None for _, answer in flooded)  # each answered, none lost
     [(status_deaf, refused)] = outcome
     assert status_deaf == 200 and refused is not None
     assert "server 'a'" in refused["error"]["message"] and "does not read its input" in refused["error"]["message"]
