@@ -32,7 +32,6 @@ Beside ``/mcp``: ``/healthz`` and ``/readyz`` for a load balancer (``lazymcp.run
 from __future__ import annotations
 
 import asyncio
-import collections
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -123,10 +122,9 @@ class HttpFront:
         self.grants: Grants | None = None
         """What each request's own credentials are granted (``lazymcp.run.http_grants``); None: all."""
         self._modern_lock = asyncio.Lock()
-        self._opening: collections.Counter[Principal] = collections.Counter()
-        """Sessions being opened (their servers starting), by principal: they count against the caps too."""
         self._starting: set[HttpSession] = set()
-        """Those sessions themselves: not filed yet, but a reload reaches them (``sides``)."""
+        """Sessions being opened (their servers starting): not filed yet, but they count against the caps,
+        and a reload reaches them (``sides``)."""
         self._closing: set[asyncio.Task[None]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.accepting = False
@@ -238,9 +236,9 @@ class HttpFront:
             for key, side in table.items()
             if side.principal == principal
         ]
-        mine = len(own) + self._opening[principal]
+        mine = len(own) + sum(1 for side in self._starting if side.principal == principal)
         share = limits.max_principal_sessions or limits.max_sessions
-        held = len(self.sessions) + len(self.moderns) + self._opening.total()
+        held = len(self.sessions) + len(self.moderns) + len(self._starting)
         if mine < share and held < limits.max_sessions:
             return None
         idle = [found for found in own if not found[1][found[2]].waiting and not found[1][found[2]].streams]
@@ -268,17 +266,13 @@ class HttpFront:
             limits=self.limits,
         )
         side.principal, side.grant = principal, grant
-        self._opening[principal] += 1  # filed by the caller as soon as this returns: no wait in between
-        self._starting.add(side)
+        self._starting.add(side)  # filed by the caller as soon as this returns: no wait in between
         try:
             await side.driver.start(self.eager)
         except Exception as exc:  # a bug must cost one session, never the front
             side.driver.fail(f"internal error starting a session: {exc!r}")
         finally:
             self._starting.discard(side)
-            self._opening[principal] -= 1
-            if not self._opening[principal]:
-                del self._opening[principal]
         if side.driver.done.done():
             message = side.driver.failure or "the session ended"
             await side.driver.close()
