@@ -129,6 +129,12 @@ class Peer:
             if message.get("id") == request_id and "method" not in message:
                 return message
 
+    async def asked(self, method: str) -> dict[str, Any]:
+        """The next request of ``method`` the client is sent (what comes before it is skipped)."""
+        while (message := await self.read()).get("method") != method or "id" not in message:
+            pass
+        return message
+
     async def handshake(self) -> None:
         await self.send(request(0, "initialize", INIT))
         assert "result" in await self.answer(0)

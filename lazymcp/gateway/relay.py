@@ -3,8 +3,9 @@ either way, and the servers' requests to the client with the client's answers.
 
 A server's request reaches the client under an id of the session's own (``lazymcp.core.asked``), so two
 servers' ids never meet there; the client's answer goes back to the server that asked, under the
-server's id. A cancellation is told to whoever owes the request, under the id it knows; one for a
-request not sent yet takes it back. A server's change notifications go to the client (a 2026 client's
+server's id, and so do the client's progress notifications for it (its progress token is that id too).
+A cancellation is told to whoever owes the request, under the id it knows; one for a request not sent
+yet takes it back. A server's change notifications go to the client (a 2026 client's
 to its listen streams), its ``tools/list_changed`` excepted: the front announces its own.
 """
 
@@ -39,11 +40,22 @@ class Relay:
             if self.session.withdraw(request_id) or self.servers.withdraw(request_id):
                 return []  # not sent yet: it never will be, and no server needs telling
             owing = [server.name for server in self.servers if server.upstream and server.upstream.owes(request_id)]
-        elif method in ("notifications/roots/list_changed", "notifications/progress"):
+        elif method == "notifications/progress":
+            return self.progress(frame)
+        elif method == "notifications/roots/list_changed":
             owing = [server.name for server in self.servers]
         else:
             return []  # notifications/initialized is the gateway's; the servers get their own
         return [h for name in owing for h in self.servers.notify(name, frame)]
+
+    def progress(self, frame: Frame) -> Sequence[Happened]:
+        """The client's progress on a server's request: to that server alone, under its own token; progress
+        naming no request of a server's in flight goes nowhere."""
+        asked = self.session.asked.progressed(frame.params.get("progressToken"))
+        if asked is None:
+            return []
+        server, token = asked
+        return self.servers.notify(server, frame.changed(params={**frame.params, "progressToken": token}))
 
     def answer(self, frame: Frame, now: float) -> Sequence[Happened]:
         """The client's answer to a server's request: back to that server, under its own id."""
@@ -61,7 +73,13 @@ class Relay:
         """A server's request to the client (sampling, elicitation, roots, ping): to the client, under an
         id of the session's."""
         original = frame.message["id"]
-        asked = frame.changed(id=self.session.asked.ask(server, original))
+        token = jsonrpc.params_meta(frame.message).get("progressToken")
+        gateway_id = self.session.asked.ask(server, original, token)
+        if token is None:
+            asked = frame.changed(id=gateway_id)
+        else:  # the client's progress on it then names this request of this server's alone
+            meta = {**jsonrpc.params_meta(frame.message), "progressToken": gateway_id}
+            asked = frame.changed(id=gateway_id, params={**frame.params, "_meta": meta})
         if asked.fits():
             return [ToClient(asked)]
         self.session.asked.settle(str(asked.id))  # it cannot be written: the server is refused at once

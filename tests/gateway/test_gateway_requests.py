@@ -203,6 +203,34 @@ async def test_an_answer_to_a_dead_servers_request_does_not_reach_its_successor(
 
 
 @pytest.mark.anyio
+async def test_the_clients_progress_on_a_servers_request_reaches_that_server_alone(tmp_path: Path) -> None:
+    """Two servers ask the client at once, each for progress under the token ``"p"``. The client sees two
+    tokens (the gateway ids), and its progress on one request reaches the server that asked it, under
+    ``"p"``; the other server hears nothing of it. Progress naming no request in flight goes nowhere."""
+    asking = [sys.executable, str(SERVERS / "asking_server.py")]
+    config = config_of(tmp_path, a=asking, b=asking)
+    with anyio.fail_after(TIMEOUT):
+        async with gateway(config, tmp_path / "cache", "--mode", "eager") as peer:
+            await peer.begin(ELICITATION)
+            await peer.send(tool_call(2, "a__ask"))
+            first = await peer.asked("elicitation/create")
+            await peer.send(tool_call(3, "b__ask"))
+            second = await peer.asked("elicitation/create")
+            tokens = [asked["params"]["_meta"]["progressToken"] for asked in (first, second)]
+            assert tokens == [first["id"], second["id"]] and tokens[0] != tokens[1], tokens
+            for token, step in ((tokens[0], 1), ("p", 2), (first["id"] + "x", 3), (1, 4)):
+                progress = {"progressToken": token, "progress": step}
+                await peer.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress})
+            done = {"action": "accept", "content": {}}
+            for asked in (first, second):
+                await peer.send({"jsonrpc": "2.0", "id": asked["id"], "result": done})
+            heard_a = json.loads((await peer.answer(2))["result"]["content"][0]["text"])
+            heard_b = json.loads((await peer.answer(3))["result"]["content"][0]["text"])
+    assert heard_a["progress"] == [{"progressToken": "p", "progress": 1}], heard_a
+    assert heard_b["progress"] == [], heard_b
+
+
+@pytest.mark.anyio
 async def test_a_server_request_spelled_with_an_escaped_key_still_gets_a_gateway_id(tmp_path: Path) -> None:
     """A server that writes the key as ``"\\u006dethod"`` still makes a request, and it goes to the client
     under a gateway id. Were a line taken to need no mapping when its bytes lack ``"method"``, it would go
