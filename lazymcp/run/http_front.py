@@ -123,6 +123,8 @@ class HttpFront:
         """What each request's own credentials are granted (``lazymcp.run.http_grants``); None: all."""
         self._modern_lock = asyncio.Lock()
         self._starting: set[HttpSession] = set()
+        self._cut: dict[HttpSession, str] = {}
+        """Sessions ended (``end``) while they still started: why; their opening request is refused."""
         """Sessions being opened (their servers starting): not filed yet, but they count against the caps,
         and a reload reaches them (``sides``)."""
         self._closing: set[asyncio.Task[None]] = set()
@@ -204,6 +206,10 @@ class HttpFront:
                     del table[key]
                     self._reap_later(side, reason)
                     ended += 1
+        for side in self._starting:  # ended once they have started, before anything reaches them
+            if which(side.principal) and side not in self._cut:
+                self._cut[side] = reason
+                ended += 1
         return ended
 
     def _reap_later(self, side: HttpSession, reason: str) -> None:
@@ -250,7 +256,9 @@ class HttpFront:
         self._reap_later(table.pop(oldest), f"the {self.name} needed its place for a new session of its principal")
         return None
 
-    async def _open(self, principal: Principal, grant: object, *, remap_ids: bool) -> HttpSession | Response:
+    async def _open(
+        self, request: Request, principal: Principal, grant: object, *, remap_ids: bool
+    ) -> HttpSession | Response:
         full = self._make_room(principal)
         if full is not None:
             return error_response(None, 503, f"Too many sessions: {full}")
@@ -273,6 +281,10 @@ class HttpFront:
             side.driver.fail(f"internal error starting a session: {exc!r}")
         finally:
             self._starting.discard(side)
+        cut = self._cut.pop(side, None)
+        if cut is not None:  # its request is answered as a new one would be now: 401, or try again
+            await side.close(cut)
+            return await refused(self.guard, self.access, request) or _cut_response(cut)
         if side.driver.done.done():
             message = side.driver.failure or "the session ended"
             await side.driver.close()
@@ -345,13 +357,13 @@ class HttpFront:
             async with self._modern_lock:
                 side = self.moderns.get((principal, grant))
                 if side is None or side.driver.done.done():
-                    opened = await self._open(principal, grant, remap_ids=True)
+                    opened = await self._open(request, principal, grant, remap_ids=True)
                     if isinstance(opened, Response):
                         return opened
                     side = self.moderns[(principal, grant)] = opened
             granted(self.grants, side, principal, grant)  # the latest claims and token
         elif method == "initialize":
-            opened = await self._open(principal, grant_of(self.grants, principal), remap_ids=False)
+            opened = await self._open(request, principal, grant_of(self.grants, principal), remap_ids=False)
             if isinstance(opened, Response):
                 return opened
             side = new_session(self.sessions, opened, headers)
@@ -372,3 +384,11 @@ class HttpFront:
         if method is None or "id" not in message:  # a notification, or the client's answer to the server
             return notify(side, frame)
         return await answer(request, side, frame, headers, self.limits)
+
+
+def _cut_response(reason: str) -> Response:
+    """The 503 a request gets whose session was ended while it started, its credentials still valid."""
+    text = f"Session ended while it started: {reason}; send the request again"
+    response = error_response(None, 503, text, code=ErrorCode.INTERNAL_ERROR)
+    response.headers["Retry-After"] = "1"
+    return response

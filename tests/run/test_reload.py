@@ -303,3 +303,47 @@ async def test_a_config_edit_reaches_a_session_still_starting_its_servers(tmp_pa
     assert listed is not None
     names = [tool["name"] for tool in listed["result"]["tools"]]
     assert "c__whoami" in names, names
+
+
+@pytest.mark.anyio
+async def test_a_token_removed_while_its_session_still_starts_ends_that_session(tmp_path: Path) -> None:
+    """Alice's session is still connecting to its server (an SSE server that has not answered yet) when her
+    token is removed: once it has started, its opening request is answered as a new one would be, 401, and
+    no session is left for her."""
+    config, tokens, stderr = tmp_path / "mcp.json", tmp_path / "tokens", tmp_path / "stderr"
+    asked, answer = anyio.Event(), anyio.Event()
+
+    async def hold(stream: anyio.abc.SocketStream) -> None:  # the SSE request, unanswered until told
+        async with stream:
+            await stream.receive()
+            asked.set()
+            await answer.wait()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    held = {"a": {"type": "sse", "url": f"http://127.0.0.1:{listener.extra(anyio.abc.SocketAttribute.local_port)}/sse"}}
+    write_config(config, held)
+    write_tokens(tokens, "alice: token-a\nbob: token-b\n")
+    port = free_port()
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+    flags = ["--token-file", str(tokens), "--log-level", "info"]
+    opened: list[int] = []
+
+    async def open_session_held() -> None:
+        opened.append(await initialize_status(port, "token-a"))
+
+    with stderr.open("wb") as sink:
+        async with listening(command(config, port, *flags), port, env=env, stderr=sink.fileno()) as gw:
+            with anyio.fail_after(TIMEOUT):
+                async with listener, anyio.create_task_group() as group:
+                    group.start_soon(listener.serve, hold)
+                    group.start_soon(open_session_held)
+                    await asked.wait()
+                    write_tokens(tokens, "bob: token-b\n")
+                    gw.send_signal(signal.SIGHUP)
+                    await until(lambda: b"read again" in stderr.read_bytes(), within=TIMEOUT, what="the edit read")
+                    assert not opened  # still starting as the token went
+                    answer.set()
+                    await until(lambda: bool(opened), within=TIMEOUT, what="the opening request answered")
+                    group.cancel_scope.cancel()
+    assert opened == [401], opened
+    assert "1 session ended" in stderr.read_text()
