@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -113,3 +114,43 @@ async def test_a_callback_sent_on_to_another_instance_takes_a_bounded_answer_fro
         peer.server_close()
     assert answer.status_code == 502 and len(answer.content) < 1024, (answer.status_code, len(answer.content))
     assert "answered over 64 KiB" in answer.text, answer.text
+
+
+@needs_redis
+@pytest.mark.anyio
+async def test_a_refresh_spent_on_one_instance_leaves_the_principal_signed_in_on_the_others(tmp_path: Path) -> None:
+    """The upstream spends a refresh token on its first use (rotation), and its access tokens last 8 s. Alice
+    holds a session on each instance, each with her tokens in hand. Past their expiry, the first instance's
+    call refreshes them; the second's refresh, with the token already spent, is refused: it goes on with
+    the tokens the first kept in Redis, still as alice, rather than asking her to sign in again."""
+    redis_port, other = free_port(), free_port()
+    alice = {"Authorization": f"Bearer {TOKENS['alice']}"}
+    with anyio.fail_after(BOUND):
+        async with upstream(expiry=8) as base, redis_server(redis_port):
+            team = Team(tmp_path, base)
+            flags = team.command()[team.command().index("--token-file") :]
+            first = instance(team.config, tmp_path / "a", team.port, redis_port, flags, team.env)
+            second = instance(team.config, tmp_path / "b", other, redis_port, flags, team.env)
+            async with first, second, new_browser() as browser:
+                done = await browser.get(await follow(browser, await team.link("alice"), "alice"))
+                assert done.status_code == 200, done.text
+                signed_in = time.time()
+                sessions = {port: await open_session(port, alice) for port in (team.port, other)}
+                answers: list[str] = []
+
+                async def whoami(port: int) -> str:
+                    _, said = await post(port, tool_call(len(answers) + 2, "people__whoami"), sessions[port])
+                    answers.append(json.dumps(said))
+                    return answers[-1]
+
+                for port in (team.port, other):  # each session's connection holds the first tokens
+
+                    async def as_alice(port: int = port) -> bool:
+                        return "you are alice" in await whoami(port)
+
+                    await until(as_alice, within=60, what=f"alice's session on {port} to reach the upstream")
+                await until(lambda: time.time() > signed_in + 9, within=30, what="alice's first token's expiry")
+                refreshed = await whoami(team.port)
+                after = await whoami(other)
+    assert "you are alice" in refreshed, refreshed
+    assert "you are alice" in after and "sign in" not in after, after
