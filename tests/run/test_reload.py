@@ -10,6 +10,9 @@ import json
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +76,38 @@ def bearer(token: str) -> dict[str, str]:
 async def initialize_status(port: int, token: str) -> int:
     status, _ = await post(port, request(1, "initialize", INIT), bearer(token))
     return status
+
+
+@dataclass
+class Held:
+    """An SSE server that takes its stream's request and answers nothing until ``answer`` is set: a session
+    connecting to it is still starting meanwhile."""
+
+    entry: dict[str, Any]
+    asked: anyio.Event = field(default_factory=anyio.Event)
+    answer: anyio.Event = field(default_factory=anyio.Event)
+
+
+def read_again(stderr: Path) -> bool:
+    """The gateway has said it read its files again."""
+    return b"read again" in stderr.read_bytes()
+
+
+@asynccontextmanager
+async def held_sse() -> AsyncIterator[Held]:
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    held = Held({"type": "sse", "url": f"http://127.0.0.1:{listener.extra(anyio.abc.SocketAttribute.local_port)}/sse"})
+
+    async def hold(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await stream.receive()
+            held.asked.set()
+            await held.answer.wait()
+
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, hold)
+        yield held
+        group.cancel_scope.cancel()
 
 
 @pytest.mark.anyio
@@ -263,17 +298,6 @@ async def test_a_config_edit_reaches_a_session_still_starting_its_servers(tmp_pa
     has not answered its stream's request yet: its ``initialize`` waits) is changed too: once open, it
     lists the server added meanwhile."""
     config, stderr = tmp_path / "mcp.json", tmp_path / "stderr"
-    asked, answer = anyio.Event(), anyio.Event()
-
-    async def hold(stream: anyio.abc.SocketStream) -> None:  # the SSE request, unanswered until told
-        async with stream:
-            await stream.receive()
-            asked.set()
-            await answer.wait()
-
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-    held = {"a": {"type": "sse", "url": f"http://127.0.0.1:{listener.extra(anyio.abc.SocketAttribute.local_port)}/sse"}}
-    write_config(config, held)
     port = free_port()
     env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
     opened: list[tuple[int, dict[str, str], bytes]] = []
@@ -281,25 +305,26 @@ async def test_a_config_edit_reaches_a_session_still_starting_its_servers(tmp_pa
     async def open_session_held() -> None:
         opened.append(await http(port, "POST", json.dumps(request(1, "initialize", INIT)).encode()))
 
-    with stderr.open("wb") as sink:
-        async with listening(command(config, port, "--log-level", "info"), port, env=env, stderr=sink.fileno()) as gw:
-            with anyio.fail_after(TIMEOUT):
-                async with listener, anyio.create_task_group() as group:
-                    group.start_soon(listener.serve, hold)
-                    group.start_soon(open_session_held)
-                    await asked.wait()
-                    write_config(config, {**held, "c": pid_entry()})
-                    gw.send_signal(signal.SIGHUP)
-                    await until(lambda: b"was read again" in stderr.read_bytes(), within=TIMEOUT, what="the edit read")
-                    assert not opened  # still starting as the edit applied
-                    answer.set()
-                    await until(lambda: bool(opened), within=TIMEOUT, what="the session open")
-                    group.cancel_scope.cancel()
-                status, headers, _ = opened[0]
-                assert status == 200, status
-                session = {"Mcp-Session-Id": headers["mcp-session-id"]}
-                await post(port, INITIALIZED, session)
-                _, listed = await post(port, request(2, "tools/list"), session)
+    async with held_sse() as held:
+        write_config(config, {"a": held.entry})
+        with stderr.open("wb") as sink:
+            command_line = command(config, port, "--log-level", "info")
+            async with listening(command_line, port, env=env, stderr=sink.fileno()) as gw:
+                with anyio.fail_after(TIMEOUT):
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(open_session_held)
+                        await held.asked.wait()
+                        write_config(config, {"a": held.entry, "c": pid_entry()})
+                        gw.send_signal(signal.SIGHUP)
+                        await until(lambda: read_again(stderr), within=TIMEOUT, what="the edit read")
+                        assert not opened  # still starting as the edit applied
+                        held.answer.set()
+                        await until(lambda: bool(opened), within=TIMEOUT, what="the session open")
+                    status, headers, _ = opened[0]
+                    assert status == 200, status
+                    session = {"Mcp-Session-Id": headers["mcp-session-id"]}
+                    await post(port, INITIALIZED, session)
+                    _, listed = await post(port, request(2, "tools/list"), session)
     assert listed is not None
     names = [tool["name"] for tool in listed["result"]["tools"]]
     assert "c__whoami" in names, names
@@ -311,17 +336,6 @@ async def test_a_token_removed_while_its_session_still_starts_ends_that_session(
     token is removed: once it has started, its opening request is answered as a new one would be, 401, and
     no session is left for her."""
     config, tokens, stderr = tmp_path / "mcp.json", tmp_path / "tokens", tmp_path / "stderr"
-    asked, answer = anyio.Event(), anyio.Event()
-
-    async def hold(stream: anyio.abc.SocketStream) -> None:  # the SSE request, unanswered until told
-        async with stream:
-            await stream.receive()
-            asked.set()
-            await answer.wait()
-
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-    held = {"a": {"type": "sse", "url": f"http://127.0.0.1:{listener.extra(anyio.abc.SocketAttribute.local_port)}/sse"}}
-    write_config(config, held)
     write_tokens(tokens, "alice: token-a\nbob: token-b\n")
     port = free_port()
     env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
@@ -331,19 +345,19 @@ async def test_a_token_removed_while_its_session_still_starts_ends_that_session(
     async def open_session_held() -> None:
         opened.append(await initialize_status(port, "token-a"))
 
-    with stderr.open("wb") as sink:
-        async with listening(command(config, port, *flags), port, env=env, stderr=sink.fileno()) as gw:
-            with anyio.fail_after(TIMEOUT):
-                async with listener, anyio.create_task_group() as group:
-                    group.start_soon(listener.serve, hold)
-                    group.start_soon(open_session_held)
-                    await asked.wait()
-                    write_tokens(tokens, "bob: token-b\n")
-                    gw.send_signal(signal.SIGHUP)
-                    await until(lambda: b"read again" in stderr.read_bytes(), within=TIMEOUT, what="the edit read")
-                    assert not opened  # still starting as the token went
-                    answer.set()
-                    await until(lambda: bool(opened), within=TIMEOUT, what="the opening request answered")
-                    group.cancel_scope.cancel()
+    async with held_sse() as held:
+        write_config(config, {"a": held.entry})
+        with stderr.open("wb") as sink:
+            async with listening(command(config, port, *flags), port, env=env, stderr=sink.fileno()) as gw:
+                with anyio.fail_after(TIMEOUT):
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(open_session_held)
+                        await held.asked.wait()
+                        write_tokens(tokens, "bob: token-b\n")
+                        gw.send_signal(signal.SIGHUP)
+                        await until(lambda: read_again(stderr), within=TIMEOUT, what="the edit read")
+                        assert not opened  # still starting as the token went
+                        held.answer.set()
+                        await until(lambda: bool(opened), within=TIMEOUT, what="the opening request answered")
     assert opened == [401], opened
     assert "1 session ended" in stderr.read_text()

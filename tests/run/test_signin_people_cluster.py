@@ -11,16 +11,35 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 
 from ..conftest import free_port, until
 from ..raw import open_session, post, tool_call
 from ..services import instance, needs_redis, redis_server
 from .test_signin_people import BOUND, TOKENS, Team, follow, new_browser, upstream
+
+
+@asynccontextmanager
+async def alice_on_two_instances(
+    tmp_path: Path, base: str, redis_port: int, other: int
+) -> AsyncIterator[tuple[Team, httpx2.AsyncClient]]:
+    """The team's gateway as two instances sharing the Redis at ``redis_port`` (the second at ``other``),
+    alice signed in to the upstream at ``base`` through the first; and the browser she signed in with."""
+    team = Team(tmp_path, base)
+    flags = team.command()[team.command().index("--token-file") :]
+    first = instance(team.config, tmp_path / "a", team.port, redis_port, flags, team.env)
+    second = instance(team.config, tmp_path / "b", other, redis_port, flags, team.env)
+    async with first, second, new_browser() as browser:
+        done = await browser.get(await follow(browser, await team.link("alice"), "alice"))
+        assert done.status_code == 200, done.text
+        yield team, browser
 
 
 @needs_redis
@@ -32,13 +51,7 @@ async def test_a_sign_out_on_one_instance_ends_the_principal_s_sessions_of_the_s
     alice = {"Authorization": f"Bearer {TOKENS['alice']}"}
     with anyio.fail_after(BOUND):
         async with upstream(revokes=False) as base, redis_server(redis_port):
-            team = Team(tmp_path, base)
-            flags = team.command()[team.command().index("--token-file") :]
-            first = instance(team.config, tmp_path / "a", team.port, redis_port, flags, team.env)
-            second = instance(team.config, tmp_path / "b", other, redis_port, flags, team.env)
-            async with first, second, new_browser() as browser:
-                done = await browser.get(await follow(browser, await team.link("alice"), "alice"))
-                assert done.status_code == 200, done.text
+            async with alice_on_two_instances(tmp_path, base, redis_port, other) as (team, browser):
                 await team.reaches_upstream_as("alice", other)
                 session = await open_session(other, alice)
                 answers: list[tuple[int, str]] = []
@@ -127,13 +140,7 @@ async def test_a_refresh_spent_on_one_instance_leaves_the_principal_signed_in_on
     alice = {"Authorization": f"Bearer {TOKENS['alice']}"}
     with anyio.fail_after(BOUND):
         async with upstream(expiry=8) as base, redis_server(redis_port):
-            team = Team(tmp_path, base)
-            flags = team.command()[team.command().index("--token-file") :]
-            first = instance(team.config, tmp_path / "a", team.port, redis_port, flags, team.env)
-            second = instance(team.config, tmp_path / "b", other, redis_port, flags, team.env)
-            async with first, second, new_browser() as browser:
-                done = await browser.get(await follow(browser, await team.link("alice"), "alice"))
-                assert done.status_code == 200, done.text
+            async with alice_on_two_instances(tmp_path, base, redis_port, other) as (team, browser):
                 signed_in = time.time()
                 sessions = {port: await open_session(port, alice) for port in (team.port, other)}
                 answers: list[str] = []
