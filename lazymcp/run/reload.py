@@ -267,7 +267,8 @@ class Reloader:
             grant = side.grant = self.cores.grant(principal)
             side.driver.apply(lambda now, core=core, grant=grant: reconfigure(core, new, grant, manifests, now))
         refiled(self.front.moderns)  # a principal's next 2026 request finds its session under its new grant
-        say("gateway", f"{config.source} was read again: {_summary(old, new)}", logging.INFO)
+        said = _summary(old, new, policy_changed=launch.config.access != config.access)
+        say("gateway", f"{config.source} was read again: {said}", logging.INFO)
 
 
 def _named(names: set[str]) -> Callable[[object], bool]:
@@ -278,13 +279,15 @@ def _described(names: set[str]) -> Callable[[object], bool]:
     return lambda principal: isinstance(principal, Principal) and principal.describe() in names
 
 
-def _summary(old: Mapping[str, ServerEntry], new: Sequence[ServerEntry]) -> str:
-    """The servers a configuration read again added, changed and removed, in words."""
+def _summary(old: Mapping[str, ServerEntry], new: Sequence[ServerEntry], *, policy_changed: bool) -> str:
+    """The servers a configuration read again added, changed and removed, and whether its access policy
+    changed, in words."""
     names = {entry.name for entry in new}
     found = {
         "added": [entry.name for entry in new if entry.name not in old],
         "changed": [entry.name for entry in new if entry.name in old and old[entry.name] != entry],
         "removed": [name for name in old if name not in names],
     }
-    said = "; ".join(f"{word} {', '.join(servers)}" for word, servers in found.items() if servers)
-    return said or "no server changed"
+    said = [f"{word} {', '.join(servers)}" for word, servers in found.items() if servers]
+    said += ["the access policy changed"] if policy_changed else []
+    return "; ".join(said) or "no server changed"

@@ -204,7 +204,8 @@ async def test_a_config_edit_restarts_only_what_changed_and_a_bad_edit_keeps_the
     said = stderr.read_text()
     bad = [line for line in said.splitlines() if "keeping the configuration in force" in line]
     assert len(bad) == 1 and "Traceback" not in said
-    assert "added c; changed b" in said
+    assert "added c; changed b\n" in said  # the policy as it was
+    assert "removed c; the access policy changed" in said
 
 
 @pytest.mark.anyio
