@@ -4,7 +4,9 @@ Theory of operation. ``reconfigure`` compares the session's server entries with 
 that is new joins at once (started when it has no manifest, so that its tools are listed); an entry that
 is gone or changed is *retiring*: it stays as it is while it owes the client an answer (a call in flight,
 a request queued for it), and once it owes nothing (``settle``, called again until none is left) it is
-stopped and removed, or replaced by its new entry, which the next call starts. A changed ``grant``
+stopped and removed, or replaced by its new entry, which the next call starts; a new entry without a
+manifest of its own starts at once, listed meanwhile with the tools it had, so that a call of one of them
+reaches it (it answers, or says the tool is unknown, once it has listed its own). A changed ``grant``
 (``lazymcp.access.policy``) applies at once. Whenever the merged catalog's listing changes, the client
 gets ``notifications/tools/list_changed``; when servers came or went, its prompt and resource lists are
 announced changed too. Nothing here runs a process: the actions say what the driver does.
@@ -111,8 +113,14 @@ def _settled(gateway: Gateway, now: float) -> list[Action]:
             actions.append(Stop(f"server {name!r} {why}: stopped", name))
         if replacement is None:
             del gateway.servers.table[name]
-        else:
-            gateway.servers.table[name] = _server(*replacement)
+            continue
+        fresh = gateway.servers.table[name] = _server(*replacement)
+        if fresh.tools is None and server.tools is not None:
+            # no manifest of its own yet: it keeps the tools it had until its new process lists them, so
+            # that a client calling them meanwhile reaches it rather than hearing they are unknown
+            fresh.tools = server.tools
+            gateway.servers.start(name)
+            actions.append(Start(name))
     if actions or not waiting:
         _order(gateway, list(gateway.servers.table))
     return actions

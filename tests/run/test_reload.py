@@ -10,7 +10,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -233,6 +233,44 @@ async def test_a_principals_changed_values_end_its_sessions_and_its_servers_star
             bob_still = int(pid_of((await post(port, tool_call(3, "p__whoami"), bob))[1]))
     assert ended == 404
     assert renewed != alice_pid and bob_still == bob_pid  # bob's values did not change: nor did his server
+
+
+@pytest.mark.anyio
+async def test_a_changed_server_keeps_its_tools_listed_until_its_new_process_lists_them(tmp_path: Path) -> None:
+    """Server ``b``'s entry changes, and its new process (no manifest of its own yet) holds its handshake.
+    Meanwhile ``b__whoami`` stays listed, and a call of it waits for the new process and is answered by it;
+    it was refused as an unknown tool until the new process had listed its tools."""
+    config, stderr, gate = tmp_path / "mcp.json", tmp_path / "stderr", tmp_path / "go"
+    write_config(config, {"a": pid_entry(), "b": pid_entry()})
+    port = free_port()
+    url = mcp_url(port)
+    env = {"LAZYMCP_CACHE_DIR": str(tmp_path / "cache")}
+
+    async def pid(client: Client, tool: str) -> int:
+        return int(pid_of({"result": (await client.call_tool(tool, {})).model_dump()}))
+
+    with stderr.open("wb") as sink:
+        async with listening(command(config, port, "--log-level", "info"), port, env=env, stderr=sink.fileno()):
+            with anyio.fail_after(TIMEOUT * 2):
+                async with Client(streamable_http_client(url), mode="legacy") as client:
+                    before = await pid(client, "b__whoami")
+                    write_config(config, {"a": pid_entry(), "b": pid_entry(HOLD_UNTIL=str(gate))})
+                    await until(lambda: read_again(stderr), within=TIMEOUT, what="the edit read")
+                    await until(lambda: Path(f"{gate}.held").exists(), within=TIMEOUT, what="the new b held")
+                    listed = [tool.name for tool in (await client.list_tools()).tools]
+                    answered: list[int] = []
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(lambda: _append(answered, pid(client, "b__whoami")))
+                        await anyio.sleep(0.5)
+                        assert not answered  # waiting for the new process, not refused
+                        gate.touch()
+    assert "b__whoami" in listed, listed
+    assert answered and answered[0] != before
+    assert "Traceback" not in stderr.read_text()
+
+
+async def _append(into: list[int], value: Awaitable[int]) -> None:
+    into.append(await value)
 
 
 @pytest.mark.anyio
