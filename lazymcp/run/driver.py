@@ -276,9 +276,11 @@ class Driver:
                 del self.connections[server]
                 self._carry_out(self.core.start_failed(server, exc.message, self.loop.time()))
             return
-        if self.connections.get(server) is not connection or self.done.done():
-            self.connections.pop(server, None)
-            return  # given up on while it started: ``_run`` stops it
+        if self.connections.get(server) is not connection:
+            return  # given up on while it started (another may run in its place): ``_run`` stops it
+        if self.done.done():
+            del self.connections[server]
+            return
         self.since[server] = time.time()
         if self._paused:
             connection.pause(True)

@@ -54,6 +54,8 @@ class _Process:
         self.connection = connect(entry, isolated=True)
         self.sharing = Sharing()
         self.leases: dict[int, Lease] = {}
+        self.joining = 0
+        """Sessions waiting for it to start, to take a lease then: it is not stopped as unheld meanwhile."""
         self.paused: set[int] = set()
         self.gone: str | None = None
         loop = asyncio.get_running_loop()
@@ -116,11 +118,16 @@ class _Process:
         if bool(self.paused) != was:
             self.connection.pause(bool(self.paused))
 
+    @property
+    def held(self) -> bool:
+        """A session holds a lease on it, or waits for its start to take one."""
+        return bool(self.leases) or self.joining > 0
+
     def leave(self, number: int) -> None:
         self.leases.pop(number, None)
         self.pause(number, False)
         self.deliver(self.sharing.detach(number))
-        if not self.leases:
+        if not self.held:
             self.stop()
 
     def stop(self, idle: bool = False) -> None:
@@ -161,21 +168,19 @@ class Lease:
         await self._join()
 
     async def _join(self) -> None:
-        process = self.pool.process(self.key, self.entry)
-        await asyncio.shield(process.ready)
+        process = await self._started(self.pool.process(self.key, self.entry))
         for _ in range(JOIN_TRIES):
             if process.stopping is None:
                 break
-            process = self.pool.process(self.key, self.entry)  # stopped while this one waited: a new one
-            await asyncio.shield(process.ready)
+            process = await self._started(self.pool.process(self.key, self.entry))  # stopped meanwhile: a new one
         else:
             raise UpstreamError(f"server {self.entry.name!r} was stopped while it started, {JOIN_TRIES} times")
         if process.gone is not None:
-            if not process.leases:
+            if not process.held:
                 process.stop()
             raise UpstreamError(process.gone)
         if self._stopped:  # given up on while it started
-            if not process.leases:
+            if not process.held:
                 process.stop()
             return
         self.process = process
@@ -183,6 +188,16 @@ class Lease:
         process.leases[self.number] = self
         if self._paused:
             process.pause(self.number, True)
+
+    @staticmethod
+    async def _started(process: _Process) -> _Process:
+        """``process`` once it has started (or failed to), counted among its joiners until then."""
+        process.joining += 1
+        try:
+            await asyncio.shield(process.ready)
+        finally:
+            process.joining -= 1
+        return process
 
     def send(self, line: bytes) -> None:
         try:
@@ -314,7 +329,7 @@ class SharedServers:
         now = asyncio.get_running_loop().time()
         assert self.idle_timeout is not None
         for process in list(self.processes.values()):
-            if process.ready.done() and not process.leases:  # its starters were given up on as it started
+            if process.ready.done() and not process.held:  # its starters were given up on as it started
                 process.stop()
                 continue
             quiet = now - process.last_used >= self.idle_timeout
