@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
@@ -23,7 +24,7 @@ import pytest
 from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
-from ..conftest import exited, free_port, until
+from ..conftest import ROOT, exited, free_port, until
 from ..raw import (
     INIT,
     INITIALIZED,
@@ -40,6 +41,7 @@ from ..raw import (
     request,
     tool_call,
 )
+from ..services import needs_redis
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -400,3 +402,23 @@ async def test_a_token_removed_while_its_session_still_starts_ends_that_session(
                         await until(lambda: bool(opened), within=TIMEOUT, what="the opening request answered")
     assert opened == [401], opened
     assert "1 session ended" in stderr.read_text()
+
+
+@needs_redis
+def test_the_reload_bench_loses_no_call_while_the_configuration_changes_and_each_instance_refuses_a_removed_token(
+    tmp_path: Path,
+) -> None:
+    """``python -m bench.reload``, briefly: every instance refuses the removed token in each round, and the
+    clients calling throughout the edits get every answer right (the times are the bench's to judge)."""
+    out = tmp_path / "reload.json"
+    command = [sys.executable, "-m", "bench.reload", "--rounds", "2", "--clients", "4", "--seconds", "4"]
+    done = subprocess.run(
+        [*command, "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=180, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    assert [entry["rounds"] for entry in results["token_removed"]["instances"]] == [2, 2]
+    under_load = results["under_load"]
+    assert under_load["edits"] >= 2 and under_load["calls"] > under_load["edits"], under_load
+    assert under_load["failed"] == 0, under_load["problems"]
+    assert any("added c" in said for said in under_load["applied"]), under_load["applied"]
