@@ -354,19 +354,40 @@ def check(args: argparse.Namespace) -> int:
 
 
 def status(args: argparse.Namespace) -> int:
-    """``lazymcp status --url URL``: a running HTTP gateway's status, as a table or as its JSON."""
+    """``lazymcp status``: a running HTTP gateway's status (``--url``), or a configuration's as its manifests
+    and sign-ins have it (``--config``), as a table or as JSON."""
     import orjson
 
-    from lazymcp.run.status_client import fetch_status
     from lazymcp.run.status_page import table
 
-    tokens = _token(args.token_file, "status")
-    if tokens is not None and len(tokens) > 1:
-        where = f"the token file {args.token_file!r}" if args.token_file else TOKEN
-        raise ConfigError(f"{where} holds {len(tokens)} tokens: give the one to use")
-    snapshot = fetch_status(args.url, tokens[0][1] if tokens else None, args.timeout or 10.0)
+    if args.config is not None:
+        snapshot = _config_status(args)
+    else:
+        from lazymcp.run.status_client import fetch_status
+
+        tokens = _token(args.token_file, "status")
+        if tokens is not None and len(tokens) > 1:
+            where = f"the token file {args.token_file!r}" if args.token_file else TOKEN
+            raise ConfigError(f"{where} holds {len(tokens)} tokens: give the one to use")
+        snapshot = fetch_status(args.url, tokens[0][1] if tokens else None, args.timeout or 10.0)
     print(orjson.dumps(snapshot, option=orjson.OPT_INDENT_2).decode() if args.json else table(snapshot))
     return 0
+
+
+def _config_status(args: argparse.Namespace) -> dict[str, Any]:
+    """The status of ``--config``'s servers from their manifests and sign-ins: nothing started."""
+    from lazymcp.local.files import cache_dir
+    from lazymcp.run.gateway import Launch, read_config
+    from lazymcp.run.gateway_build import build_gateway
+    from lazymcp.run.manifests import ManifestStore
+    from lazymcp.run.status import config_snapshot
+    from lazymcp.version import __version__
+
+    config = read_config(args.config, project=args.project)
+    if config.warnings:
+        say("status", "; ".join(config.warnings))
+    core = build_gateway(Launch(config, Options()), ManifestStore(cache_dir()))
+    return config_snapshot(core, config.source, __version__)
 
 
 def sign_in(args: argparse.Namespace) -> int:

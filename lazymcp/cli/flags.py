@@ -357,14 +357,22 @@ def _check(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _status(commands: Any, common: argparse.ArgumentParser) -> None:
-    usage = "lazymcp status --url URL [--token-file FILE] [--json]"
-    what = "what a running HTTP gateway is doing: its servers, calls, listing and sessions"
+    usage = "lazymcp status (--url URL [--token-file FILE] | --config FILE [--project DIR]) [--json]"
+    what = (
+        "what a running HTTP gateway is doing (its servers, calls, listing and sessions), or what a configuration's"
+        " manifests and sign-ins say, without starting anything"
+    )
     status = _subcommand(commands, common, "status", what, usage)
-    status.add_argument("--url", required=True, help="the gateway's address (http://HOST:PORT, or its /mcp)")
+    where = status.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="the gateway's address (http://HOST:PORT, or its /mcp)")
+    where.add_argument("--config", metavar="FILE", help="a client configuration, as the gateway would read it")
+    add_project_option(status)
     status.add_argument(
         "--token-file", metavar="FILE", default=None, help="the bearer token's file (default: LAZYMCP_GATEWAY_TOKEN)"
     )
-    status.add_argument("--json", action="store_true", help="print the gateway's /status.json as it is")
+    status.add_argument(
+        "--json", action="store_true", help="print the status as JSON (a gateway's /status.json as it is)"
+    )
     status.add_argument(
         "--timeout", type=float, default=10.0, metavar="SECONDS", help="seconds the gateway has to answer (default: 10)"
     )

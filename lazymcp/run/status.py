@@ -35,9 +35,9 @@ from lazymcp.access.policy import Grant, Policy, Principal
 from lazymcp.core.actions import Called
 from lazymcp.gateway.costs import granted_tools, listing_cost
 from lazymcp.gateway.front import Gateway
-from lazymcp.gateway.status import Seen, server_state
+from lazymcp.gateway.status import NOT_STARTED, Seen, server_state
 from lazymcp.run.observe import Watcher
-from lazymcp.run.signin import sign_in_status
+from lazymcp.run.signin import can_sign_in, sign_in_status
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -52,6 +52,8 @@ MAX_SERIES = 4096
 """Principal-and-server pairs whose calls are counted at once; past it the least recently called go."""
 GATEWAY = ""
 """The server of a call the gateway answered itself (a meta-tool, an unknown tool, a refusal)."""
+NOT_SIGNED_IN = "not signed in"
+"""A configuration's remote server that may sign in, with no sign-in kept (``config_snapshot``)."""
 COSTS_KEPT = 8
 """Catalogs whose listing figures are kept (counting a catalog's tokens is done once)."""
 
@@ -191,15 +193,7 @@ class Status:
         if kept is not None and kept[0] is catalog:
             self._costs.move_to_end(id(catalog))
             return kept[1], kept[2]
-        tools = {name: len(own) for name, own in granted_tools(core).items()}
-        cost = listing_cost(core)
-        listing = {
-            "tools": cost.tools,
-            "tokens": cost.listed,
-            "full_tokens": cost.full,
-            "saving": round(cost.saving, 4),
-            "mode": cost.mode,
-        }
+        tools, listing = listing_figures(core)
         self._costs[id(catalog)] = (catalog, tools, listing)
         while len(self._costs) > COSTS_KEPT:
             self._costs.popitem(last=False)
@@ -215,6 +209,46 @@ class Status:
             one["sessions"] += 1
             one["last_seen"] = max(one["last_seen"], seen)
         return [{**one, "last_seen": iso(one["last_seen"])} for _, one in sorted(by.items())]
+
+
+def listing_figures(core: Gateway) -> tuple[dict[str, int], dict[str, Any]]:
+    """Each server's tool count in ``core``'s catalog, and what a stock client's listing of it costs."""
+    tools = {name: len(own) for name, own in granted_tools(core).items()}
+    cost = listing_cost(core)
+    listing = {
+        "tools": cost.tools,
+        "tokens": cost.listed,
+        "full_tokens": cost.full,
+        "saving": round(cost.saving, 4),
+        "mode": cost.mode,
+    }
+    return tools, listing
+
+
+def config_snapshot(core: Gateway, source: str, version: str) -> dict[str, Any]:
+    """The status of a configuration no gateway runs (``lazymcp status --config``), in the shape of a
+    running gateway's: ``core`` is built from the manifests alone, so nothing is started to make it. Each
+    server is not started, with the tools of its manifest (None: it has none yet) and, for a remote server
+    that signs in, its sign-in; the listing is what a new session would be given from those manifests."""
+    tools, listing = listing_figures(core)
+    servers: list[dict[str, Any]] = []
+    for server in list(core.servers):
+        state: dict[str, Any] = {"name": server.name, "state": NOT_STARTED}
+        signed = sign_in_status(server.entry, "")
+        if signed is None and can_sign_in(server.entry):  # whether it asks for one, only its answer says
+            signed = NOT_SIGNED_IN
+        if signed is not None:
+            state["sign_in"] = signed
+        state["tools"] = None if server.tools is None else tools.get(server.name, 0)
+        servers.append(state)
+    return {
+        "lazymcp": version,
+        "config": source,
+        "running": False,
+        "now": iso(time.time()),
+        "servers": servers,
+        "listing": listing,
+    }
 
 
 def status_routes(status: Status) -> list[BaseRoute]:

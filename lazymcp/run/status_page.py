@@ -60,6 +60,8 @@ def _state_detail(server: Mapping[str, Any]) -> str:
         if server.get("retry_at"):
             return f"{text}; backing off until {when(server['retry_at'])}"
         return f"{text}; started again on its next call"
+    if state == "not_started" and "tools" in server and server["tools"] is None:
+        return "no manifest yet: started to list its tools when a session opens"
     return ""
 
 
@@ -136,31 +138,39 @@ def page(snapshot: Mapping[str, Any]) -> str:
 
 
 def table(snapshot: Mapping[str, Any]) -> str:
-    """The status as a plain-text table (``lazymcp status``)."""
+    """The status as a plain-text table (``lazymcp status``): a running gateway's, or a configuration's as
+    its manifests have it (``running`` false: no calls, no sessions)."""
     servers = cast(list[dict[str, Any]], snapshot.get("servers", []))
     width = max([len(str(s.get("name", ""))) for s in servers] + [6]) + 2
-    lines = [
-        f"lazymcp gateway {snapshot.get('lazymcp', '')}: {snapshot.get('config', '')}, up since"
-        f" {when(snapshot.get('started'))}; view: {_who(snapshot)}",
-        "",
-        f"{'server':<{width}}{'state':<14}{'tools':>7}{'calls 1h':>10}{'errors':>8}  detail",
-    ]
+    running = snapshot.get("running", True)
+    version, source = snapshot.get("lazymcp", ""), snapshot.get("config", "")
+    if running:
+        head = f"lazymcp gateway {version}: {source}, up since {when(snapshot.get('started'))}; view: {_who(snapshot)}"
+    else:
+        head = f"lazymcp {version}: {source}, as its manifests have it (no gateway asked, no server started)"
+    counted = f"{'calls 1h':>10}{'errors':>8}" if running else ""
+    lines = [head, "", f"{'server':<{width}}{'state':<14}{'tools':>7}{counted}  detail"]
     for server in servers:
         state = str(server.get("state", ""))
+        calls = f"{_count(server.get('calls')):>10}{_count(server.get('errors')):>8}" if running else ""
         lines.append(
             f"{str(server.get('name', '')):<{width}}{STATES.get(state, state):<14}{_count(server.get('tools')):>7}"
-            f"{_count(server.get('calls')):>10}{_count(server.get('errors')):>8}  {detail(server)}".rstrip()
+            f"{calls}  {detail(server)}".rstrip()
         )
     calls = cast(dict[str, Any], snapshot.get("calls", {}))
     listing = cast(dict[str, Any], snapshot.get("listing", {}))
-    lines += [
-        "",
-        f"calls in the last hour: {_count(calls.get('calls', 0))}, errors: {_count(calls.get('errors', 0))}"
-        " (the gateway's own answers included)",
+    lines.append("")
+    if running:
+        lines.append(
+            f"calls in the last hour: {_count(calls.get('calls', 0))}, errors: {_count(calls.get('errors', 0))}"
+            " (the gateway's own answers included)"
+        )
+    lines.append(
         f"listing: {listing.get('tools', 0):,} tools; a stock client's listing: {_saving(listing)} of what the"
-        f" model sees; mode {listing.get('mode', '')}",
-        f"sessions: {_count(snapshot.get('sessions', 0))}",
-    ]
-    for one in cast(list[dict[str, Any]], snapshot.get("principals", [])):
-        lines.append(f"  {one['principal']}: {one['sessions']}, last seen {when(one.get('last_seen'))}")
+        f" model sees; mode {listing.get('mode', '')}"
+    )
+    if running:
+        lines.append(f"sessions: {_count(snapshot.get('sessions', 0))}")
+        principals = cast(list[dict[str, Any]], snapshot.get("principals", []))
+        lines += [f"  {p['principal']}: {p['sessions']}, last seen {when(p.get('last_seen'))}" for p in principals]
     return "\n".join(lines)

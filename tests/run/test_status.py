@@ -5,6 +5,7 @@ works, a real SDK client calling a tool, then ``/status.json`` read with each pr
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -181,3 +182,31 @@ async def test_a_person_sees_the_failed_server_and_its_reason_in_a_browser(tmp_p
     assert title == "lazymcp gateway status"
     assert broken.startswith("broken | failed | the upstream server exited with code 3"), broken
     assert color == "rgba(170, 0, 0, 1)"  # the page's own style applies: its hash is in the page's CSP
+
+
+def test_lazymcp_status_of_a_configuration_reads_its_manifests_and_starts_nothing(tmp_path: Path) -> None:
+    """``lazymcp status --config``: a server whose manifest ``stats`` wrote shows its tools, one never listed
+    says it has no manifest yet, a remote server with no sign-in kept says so; no server is started (no
+    manifest is written for the one never listed), in the table and in the JSON alike."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "LAZYMCP_CACHE_DIR": str(cache), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    config = tmp_path / "mcp.json"
+    listed = {"works": {"command": WORKS[0], "args": WORKS[1:]}}
+    config.write_text(json.dumps({"mcpServers": listed}))
+    stats = [sys.executable, "-m", "lazymcp", "stats", "--config", str(config)]
+    assert subprocess.run(stats, env=env, capture_output=True, timeout=120, check=False).returncode == 0
+    manifests = sorted(cache.rglob("*"))
+    never = {"command": WORKS[0], "args": WORKS[1:], "env": {"NEVER": "1"}}
+    remote = {"url": "http://127.0.0.1:9/mcp"}
+    config.write_text(json.dumps({"mcpServers": {**listed, "never": never, "remote": remote}}))
+    status = [sys.executable, "-m", "lazymcp", "status", "--config", str(config)]
+    shown = subprocess.run(status, env=env, capture_output=True, text=True, timeout=60, check=False)
+    as_json = subprocess.run([*status, "--json"], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert shown.returncode == 0 and as_json.returncode == 0, shown.stderr + as_json.stderr
+    rows = {line.split()[0]: line for line in shown.stdout.splitlines()[3:6]}
+    assert rows["works"].split()[1:4] == ["not", "started", "3"], shown.stdout
+    assert "no manifest yet" in rows["never"] and "not signed in" in rows["remote"], shown.stdout
+    servers = {server["name"]: server for server in json.loads(as_json.stdout)["servers"]}
+    assert servers["works"]["tools"] == 3 and servers["never"]["tools"] is None
+    assert servers["remote"]["sign_in"] == "not signed in"
+    assert sorted(cache.rglob("*")) == manifests  # nothing listed, so nothing started
