@@ -1,6 +1,7 @@
 """The ``lazymcp`` command: argparse in, one library call per subcommand, text out.
 
-The flags are ``lazymcp.cli.flags``'s, what each subcommand does with them ``lazymcp.cli.commands``'s.
+The flags are ``lazymcp.cli.flags``'s, what each subcommand does with them ``lazymcp.cli.commands``'s
+(``lazymcp.cli.upkeep``'s for ``check``, ``status``, ``login`` and ``logout``).
 Every failure is one line on stderr naming what failed and a non-zero exit status (``--debug`` adds
 the traceback); ``proxy`` and ``stats`` take the server's command after ``--`` or without it.
 
@@ -14,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from lazymcp.cli import commands
+from lazymcp.cli import commands, upkeep
 from lazymcp.cli.flags import parser
 from lazymcp.protocol.errors import LazyMCPError
 from lazymcp.run.notices import LEVELS, configure, describe_command, failure
@@ -51,11 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "gateway":
             return commands.gateway(args)
         if args.command == "check":
-            return commands.check(args)
+            return upkeep.check(args)
         if args.command == "status":
-            return commands.status(args)
+            return upkeep.status(args)
         if args.command in ("login", "logout"):
-            return commands.sign_in(args)
+            return upkeep.sign_in(args)
         return commands.stats(args, command)
     except LazyMCPError as exc:
         return _error(exc.message, exc if args.debug else None, status=exc.exit_status)

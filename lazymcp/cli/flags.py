@@ -11,9 +11,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from lazymcp.access.ratelimit import Rate, parse_rate
 from lazymcp.access.sealed import FLAGS as PEOPLE_FLAGS
-from lazymcp.protocol.errors import ConfigError
+from lazymcp.cli.values import host_port, positive, rate
 from lazymcp.protocol.limits import FIRST_LIST_WAIT
 from lazymcp.protocol.messages import MODES
 from lazymcp.run.notices import LEVELS
@@ -23,31 +22,6 @@ from lazymcp.surfaces.options import SETTINGS, Setting
 GATEWAY_MODES = ("auto", *MODES)
 STATS_TIMEOUT = 60.0
 """Seconds ``stats --config`` waits for a server to list its tools, by default."""
-MAX_PORT = 65535
-
-
-def host_port(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` (an IPv6 host in brackets) as (host, port); the port 0 to 65535 (0: any free one)."""
-    host, colon, port = value.rpartition(":")
-    if not colon or not port.isdigit() or not host:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
-    if int(port) > MAX_PORT:
-        raise argparse.ArgumentTypeError(f"the port must be 0 to {MAX_PORT}, got {value!r}")
-    return host.strip("[]"), int(port)
-
-
-def positive(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
-    return int(value)
-
-
-def rate(value: str) -> Rate:
-    """``N/s`` or ``N/min``."""
-    try:
-        return parse_rate(value, "--rate-limit")
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(exc.message.removeprefix("--rate-limit: ")) from None
 
 
 def add_listing_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
