@@ -224,8 +224,12 @@ async def test_the_clients_progress_on_a_servers_request_reaches_that_server_alo
             done = {"action": "accept", "content": {}}
             for asked in (first, second):
                 await peer.send({"jsonrpc": "2.0", "id": asked["id"], "result": done})
-            heard_a = json.loads((await peer.answer(2))["result"]["content"][0]["text"])
-            heard_b = json.loads((await peer.answer(3))["result"]["content"][0]["text"])
+            answers: dict[object, dict[str, Any]] = {}
+            while len(answers) < 2:  # in whichever order the two servers answer
+                message = await peer.read()
+                if message.get("id") in (2, 3) and "method" not in message:
+                    answers[message["id"]] = message
+            heard_a, heard_b = (json.loads(answers[n]["result"]["content"][0]["text"]) for n in (2, 3))
     assert heard_a["progress"] == [{"progressToken": "p", "progress": 1}], heard_a
     assert heard_b["progress"] == [], heard_b
 
