@@ -45,7 +45,7 @@ from lazymcp.run.cluster_rates import SharedCounter
 from lazymcp.run.forward import FORWARDED_HEADER, Forwarder, Owner
 from lazymcp.run.http_checks import SESSION_HEADER, principal_of, speaks_modern
 from lazymcp.run.notices import say
-from lazymcp.run.redis_link import REDIS_ERRORS, REDIS_WAIT, connect, where, wrong_type
+from lazymcp.run.redis_link import REDIS_ERRORS, REDIS_WAIT, connect, stop_loops, where, wrong_type
 
 if TYPE_CHECKING:
     from lazymcp.core.entries import ServerEntry
@@ -189,10 +189,7 @@ class Cluster:
         self._syncing = asyncio.ensure_future(self.rates.sync_forever())
 
     async def aclose(self) -> None:
-        for task in (self._beating, self._listening, self._syncing):
-            if task is not None:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+        await stop_loops((self._beating, self._listening, self._syncing))
         await self.forwarder.aclose()
         try:
             await asyncio.wait_for(self.redis.aclose(), REDIS_WAIT)

@@ -11,7 +11,7 @@ asks the server's ``run_id``, so that a restarted (empty) Redis is told from the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -35,6 +35,27 @@ def _redis_errors() -> tuple[type[BaseException], ...]:
 
 REDIS_ERRORS = _redis_errors()
 """What a call to Redis that cannot reach it raises."""
+
+
+STOP_TRIES = 3
+"""Cancellations sent to a Redis loop's task before it is left to the event loop's end."""
+
+
+async def stop_loops(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
+    """Cancel the tasks of Redis loops and wait for them, a bounded time. Python 3.11's ``wait_for`` can
+    swallow a cancellation that arrives as its inner wait ends, and such a loop then goes on: the
+    cancellation is sent again, ``STOP_TRIES`` times at most, ``REDIS_WAIT`` apart; a task still running
+    after that is left to the event loop's end, so that a shutdown never waits on it for ever."""
+    pending = {task for task in tasks if task is not None and not task.done()}
+    for _ in range(STOP_TRIES):
+        if not pending:
+            return
+        for task in pending:
+            task.cancel()
+        done, pending = await asyncio.wait(pending, timeout=REDIS_WAIT)
+        for task in done:  # retrieved, so that nothing is said of it at exit
+            if not task.cancelled():
+                task.exception()
 
 
 def connect(url: str, on_server: Callable[[str], None] | None = None) -> Redis:
