@@ -122,11 +122,10 @@ class HttpFront:
         self.grants: Grants | None = None
         """What each request's own credentials are granted (``lazymcp.run.http_grants``); None: all."""
         self._modern_lock = asyncio.Lock()
-        self._starting: set[HttpSession] = set()
-        self._cut: dict[HttpSession, str] = {}
-        """Sessions ended (``end``) while they still started: why; their opening request is refused."""
+        self._starting: dict[HttpSession, str | None] = {}
         """Sessions being opened (their servers starting): not filed yet, but they count against the caps,
-        and a reload reaches them (``sides``)."""
+        and a reload reaches them (``sides``); each with why it was ended meanwhile (``end``), if it was:
+        its opening request is then refused."""
         self._closing: set[asyncio.Task[None]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.accepting = False
@@ -206,9 +205,9 @@ class HttpFront:
                     del table[key]
                     self._reap_later(side, reason)
                     ended += 1
-        for side in self._starting:  # ended once they have started, before anything reaches them
-            if which(side.principal) and side not in self._cut:
-                self._cut[side] = reason
+        for side, cut in self._starting.items():  # ended once they have started, before anything reaches them
+            if which(side.principal) and cut is None:
+                self._starting[side] = reason
                 ended += 1
         return ended
 
@@ -274,14 +273,13 @@ class HttpFront:
             limits=self.limits,
         )
         side.principal, side.grant = principal, grant
-        self._starting.add(side)  # filed by the caller as soon as this returns: no wait in between
+        self._starting[side] = None  # filed by the caller as soon as this returns: no wait in between
         try:
             await side.driver.start(self.eager)
         except Exception as exc:  # a bug must cost one session, never the front
             side.driver.fail(f"internal error starting a session: {exc!r}")
         finally:
-            self._starting.discard(side)
-        cut = self._cut.pop(side, None)
+            cut = self._starting.pop(side)
         if cut is not None:  # its request is answered as a new one would be now: 401, or try again
             await side.close(cut)
             return await refused(self.guard, self.access, request) or _cut_response(cut)
