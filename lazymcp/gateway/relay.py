@@ -73,12 +73,13 @@ class Relay:
         """A server's request to the client (sampling, elicitation, roots, ping): to the client, under an
         id of the session's."""
         original = frame.message["id"]
-        token = jsonrpc.params_meta(frame.message).get("progressToken")
+        meta = jsonrpc.params_meta(frame.message)
+        token = meta.get("progressToken")
         gateway_id = self.session.asked.ask(server, original, token)
         if token is None:
             asked = frame.changed(id=gateway_id)
         else:  # the client's progress on it then names this request of this server's alone
-            meta = {**jsonrpc.params_meta(frame.message), "progressToken": gateway_id}
+            meta = {**meta, "progressToken": gateway_id}
             asked = frame.changed(id=gateway_id, params={**frame.params, "_meta": meta})
         if asked.fits():
             return [ToClient(asked)]
