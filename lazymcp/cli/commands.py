@@ -333,12 +333,10 @@ def stats(args: argparse.Namespace, command: list[str]) -> int:
 
 def _config_stats(args: argparse.Namespace, options: Options) -> int:
     """``lazymcp stats --config FILE``: print the configuration's costs."""
-    from lazymcp.run.gateway import Launch, read_config
+    from lazymcp.run.gateway import Launch, read_and_warn
     from lazymcp.run.gateway_stats import measure, render
 
-    config = read_config(args.config, project=args.project)
-    if config.warnings:
-        say("stats", "; ".join(config.warnings))
+    config = read_and_warn(args.config, "stats", project=args.project)
     cost = measure(Launch(config, options, limits=Limits(timeout=args.timeout or None)))
     print(render(cost))
     return 1 if cost.unlisted else 0

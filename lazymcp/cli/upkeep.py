@@ -11,7 +11,6 @@ from typing import Any
 from lazymcp.cli.commands import bearer_tokens
 from lazymcp.local.environment import TOKEN
 from lazymcp.protocol.errors import ConfigError
-from lazymcp.run.notices import say
 from lazymcp.surfaces.options import Options
 
 
@@ -48,15 +47,13 @@ def status(args: argparse.Namespace) -> int:
 def _config_status(args: argparse.Namespace) -> dict[str, Any]:
     """The status of ``--config``'s servers from their manifests and sign-ins: nothing started."""
     from lazymcp.local.files import cache_dir
-    from lazymcp.run.gateway import Launch, read_config
+    from lazymcp.run.gateway import Launch, read_and_warn
     from lazymcp.run.gateway_build import build_gateway
     from lazymcp.run.manifests import ManifestStore
     from lazymcp.run.status import config_snapshot
     from lazymcp.version import __version__
 
-    config = read_config(args.config, project=args.project)
-    if config.warnings:
-        say("status", "; ".join(config.warnings))
+    config = read_and_warn(args.config, "status", project=args.project)
     core = build_gateway(Launch(config, Options()), ManifestStore(cache_dir()))
     return config_snapshot(core, config.source, __version__)
 

@@ -102,6 +102,18 @@ async def refresh(launch: Launch, redis_url: str | None = None) -> int:
     return 1 if failed else 0
 
 
+def read_and_warn(path: str, command: str, *, project: str | None = None) -> GatewayConfig:
+    """``read_config``, its warnings said once on stderr under ``command``'s name.
+
+    Raises:
+        ConfigError: the configuration is invalid.
+    """
+    config = read_config(path, project=project)
+    if config.warnings:
+        say(command, "; ".join(config.warnings))
+    return config
+
+
 def metrics_of(launch: Launch, http: tuple[str, int] | None) -> Metrics | None:
     """The metrics, watching from now on: served apart at ``--metrics``, or at ``/metrics`` beside an HTTP
     front's ``/mcp``; None for a stdio gateway without ``--metrics``.
@@ -168,9 +180,7 @@ def run_gateway(
             f"{path}: this gateway would run inside {environment.depth()} others (at most {environment.MAX_DEPTH}):"
             " does a configuration start a gateway on itself?"
         )
-    config = read_config(path, project=project)
-    if config.warnings:
-        say("gateway", "; ".join(config.warnings))
+    config = read_and_warn(path, "gateway", project=project)
     launch = Launch(config, options, **choices)
     if launch.refresh:
         return asyncio.run(refresh(launch, cluster[0] if cluster is not None else None))
