@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx2
 
-from bench.cluster import ECHO, INIT, JSON, wait_listening
+from bench.cluster import ECHO, JSON, open_session, wait_listening
 from bench.load import HOST, free_port
 
 TOKEN = "tok-of-the-team-0123456789"
@@ -153,12 +153,7 @@ class Callers:
     async def one(self, index: int) -> None:
         auth = {**JSON, "authorization": f"Bearer {TOKEN}"}
         async with httpx2.AsyncClient(trust_env=False, headers=auth, timeout=60) as client:
-            answer = await client.post(
-                self.url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}
-            )
-            answer.raise_for_status()
-            session = {"mcp-session-id": answer.headers["mcp-session-id"]}
-            await client.post(self.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+            session = await open_session(client, self.url)
             number = index * 1_000_000
             while not self.stop.is_set():
                 number += 1
